@@ -1,0 +1,62 @@
+"""Settings and the nightschool home directory.
+
+Every setting can come from the environment with the `NIGHTSCHOOL_` prefix
+(`NIGHTSCHOOL_HOME`, `NIGHTSCHOOL_BASE_URL`, ...). Nothing is read, created or
+printed at import time: call `Settings()` and `Settings.home_dir()`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EMBEDDED_MODEL = "embedded"
+"""Model name that selects the embedded llama.cpp model instead of a server."""
+
+
+class Settings(BaseSettings):
+    """User-level configuration, resolved from `NIGHTSCHOOL_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="NIGHTSCHOOL_", extra="ignore")
+
+    home: Path | None = Field(
+        default=None,
+        description="Data directory; default is the platform user data dir "
+        "(~/.local/share/nightschool on Linux).",
+    )
+    model: str = Field(
+        default=EMBEDDED_MODEL,
+        description="`embedded` for the bundled SmolLM2-135M, otherwise the model "
+        "name sent to the OpenAI-compatible server at `base_url`.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible server root, e.g. http://127.0.0.1:8080/v1.",
+    )
+    api_key: str | None = Field(
+        default=None, description="Bearer token for the model server, if it needs one."
+    )
+    request_timeout_s: float = Field(
+        default=120.0, description="Per-request timeout for the model server, seconds."
+    )
+    max_tokens: int = Field(
+        default=512, description="Completion cap sent with every model request, tokens."
+    )
+    temperature: float = Field(default=0.2, description="Sampling temperature for the solver.")
+
+    def home_dir(self) -> Path:
+        """Return the home directory (not created).
+
+        Returns:
+            `NIGHTSCHOOL_HOME` if set, else the platform user data dir.
+        """
+        if self.home is not None:
+            return self.home.expanduser()
+        return Path(platformdirs.user_data_dir("nightschool", appauthor=False))
+
+    def database_path(self) -> Path:
+        """Return the path of the SQLite database inside the home directory."""
+        return self.home_dir() / "nightschool.db"
