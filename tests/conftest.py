@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nightschool.store import Store
+
+Reply = Callable[[list[dict[str, Any]]], str]
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +32,71 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def store(tmp_path: Path) -> Iterator[Store]:
     with Store.open(tmp_path / "test.db") as opened:
         yield opened
+
+
+@contextmanager
+def _serve(reply: Reply, *, delay_s: float = 0.0) -> Iterator[str]:
+    """Run a real OpenAI-compatible HTTP server on loopback; yield its base URL (.../v1).
+
+    Answers `/v1/models` and `/v1/chat/completions` with `reply(messages)`, after
+    `delay_s`. The real httpx client talks to it over a real socket.
+    """
+    requests: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, code: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") == "/v1/models":
+                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+            else:
+                self._send(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length))
+            requests.append(body)
+            if delay_s:
+                time.sleep(delay_s)
+            text = reply(body["messages"])
+            self._send(
+                200,
+                {
+                    "id": "cmpl-stub",
+                    "object": "chat.completion",
+                    "model": body.get("model", "stub"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                },
+            )
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def openai_stub() -> Callable[..., AbstractContextManager[str]]:
+    """`with openai_stub(reply, delay_s=0) as base_url:` runs a loopback chat server."""
+    return _serve

@@ -14,17 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from openai_stub import serve
-
 SCRIPT = Path(sys.executable).with_name("nightschool")
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 WRONG = "```python\nprint('I did not read the task')\n```"
 
 
 def nightschool(
-    *args: str, home: Path, timeout: float = 600, **kw: object
+    *args: str,
+    home: Path,
+    timeout: float = 600,
+    env_extra: dict[str, str] | None = None,
+    **kw: object,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "160"}
+    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "160", **(env_extra or {})}
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, **kw
     )  # type: ignore[call-overload]
@@ -90,9 +92,9 @@ def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-def test_dream_against_http_server_then_status_and_export(tmp_path: Path) -> None:
+def test_dream_against_http_server_then_status_and_export(tmp_path: Path, openai_stub) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "h"
-    with serve(lambda _messages: WRONG) as base_url:
+    with openai_stub(lambda _messages: WRONG) as base_url:
         result = nightschool(
             "dream",
             "--cycles",
@@ -122,9 +124,9 @@ def test_dream_against_http_server_then_status_and_export(tmp_path: Path) -> Non
 
 
 @needs_bwrap
-def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path) -> None:
+def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path, openai_stub) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "h"
-    with serve(lambda _messages: WRONG, delay_s=0.4) as base_url:
+    with openai_stub(lambda _messages: WRONG, delay_s=0.4) as base_url:
         env = {**os.environ, "NIGHTSCHOOL_HOME": str(home)}
         proc = subprocess.Popen(
             [str(SCRIPT), "dream", "--cycles", "50", "--base-url", base_url, "--model", "stub"],
@@ -136,9 +138,11 @@ def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             time.sleep(0.3)
-            db = home / "nightschool.db"
-            if db.exists() and db_rows(home, "SELECT COUNT(*) FROM frontier_runs")[0][0] >= 1:
-                break
+            try:  # the database may still be being created and migrated
+                if db_rows(home, "SELECT COUNT(*) FROM frontier_runs")[0][0] >= 1:
+                    break
+            except sqlite3.Error:
+                continue
         time.sleep(0.7)  # inside the next cycle
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
@@ -155,8 +159,17 @@ def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path) -> None:
 def test_dream_on_embedded_model_end_to_end(tmp_path: Path) -> None:
     """The README's main job: a real dream cycle, embedded model, real sandbox, real database."""
     home = tmp_path / "h"
+    # 256 tokens per attempt bounds the run (SmolLM2 tends to ramble to the cap).
     result = nightschool(
-        "dream", "--cycles", "1", "--seed", "11", "--cluster", "python_general", home=home
+        "dream",
+        "--cycles",
+        "1",
+        "--seed",
+        "11",
+        "--cluster",
+        "python_general",
+        home=home,
+        env_extra={"NIGHTSCHOOL_MAX_TOKENS": "256"},
     )
     assert result.returncode == 0, result.stderr
     assert "dream summary" in result.stdout and "python_general" in result.stdout

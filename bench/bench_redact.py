@@ -1,0 +1,199 @@
+"""Redaction throughput: MB/s of `redact_text` on mixed text; target >= 20 MB/s.
+
+Run: `PYTHONPATH=src python3 bench/bench_redact.py [--mb 10] [--seed 0]`
+
+Builds ~10 MB of deterministic mixed text (Python code, server logs, prose
+with version and section numbers, JSON tool output) with secrets, e-mails and
+IP addresses sprinkled in (about one per 1-2 KB), then reports the best of 3
+timings for:
+
+- `redact_text` on the whole text as one string;
+- `redact_text` on the same text cut into 4 KB records (the store's shape);
+- `redact` on a list of ~4 KB trajectory-like dicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from nightschool.redact import redact, redact_text
+
+TARGET_MB_S = 20.0
+
+FILLER = (
+    "the agent ran a test and the validator failed because the parser read a float "
+    "from a string with a percent sign so we retried with a cleaner plan after "
+    "reading the docs for section and version numbers of the library in question "
+    "token counts were within budget while the cache warmed up slowly overnight"
+)
+WORDS = FILLER.split()
+
+CODE = [
+    "def parse_line(line: str, *, strict: bool = False) -> dict[str, int]:",
+    "    tokens = line.split()",
+    "    result = {name: int(value) for name, value in zip(tokens[::2], tokens[1::2])}",
+    "    if strict and len(result) != len(tokens) // 2:",
+    "        raise ValueError(f'bad line: {line!r}')",
+    "    return result",
+    "class Client:",
+    "    def __init__(self, api_key: str, timeout: float = 30.0) -> None:",
+    "        self.api_key = api_key",
+    "        self.session = requests.Session()",
+    "    response = client.post(url, json=payload, headers=headers, timeout=10)",
+    "    for index, row in enumerate(rows):  # rows come from the csv reader",
+    "        total += row['amount'] * 1.05",
+    "import numpy as np; arr = np.arange(100).reshape(10, 10)",
+    "assert parse_line('a 1 b 2') == {'a': 1, 'b': 2}",
+    "config = {'max_tokens': 512, 'temperature': 0.2, 'model': 'smollm2-1.7b'}",
+]
+
+LOG = [
+    "2024-05-01T12:{m:02d}:{s:02d}.123Z INFO  worker-{n} started job {n}{m} in {s}.{m}s",
+    "2024-05-01T12:{m:02d}:{s:02d}.456Z WARN  retry {n}/3 for GET /api/v1/items?page={m}",
+    "2024-05-01T12:{m:02d}:{s:02d}.789Z DEBUG cache hit ratio 0.{m}{s} size={n}{s}kB",
+    "2024-05-01T12:{m:02d}:{s:02d}.001Z ERROR Traceback (most recent call last):",
+    '  File "/usr/lib/python3.11/json/decoder.py", line {n}{m}, in raw_decode',
+    '127.0.0.1 - - [01/May/2024:12:{m:02d}:{s:02d}] "GET /health HTTP/1.1" 200 {n}{s}',
+]
+
+PROSE = [
+    "See section 1.2.3.4 of the spec and version 2.10.0.1 of the tool.",
+    "Python 3.11.7 ships with sqlite 3.45.1; v1.2.3.4 of the plugin needs it.",
+    "The step took {n}.{m} seconds and used {s} tokens of the {n}000 budget.",
+    "Results in table 4.1 and figure 2.3 match the numbers in 3.2.1.",
+]
+
+SECRETS = [
+    "export OPENAI_API_KEY=sk-proj-{r}",
+    "ANTHROPIC_API_KEY=sk-ant-api03-{r}",
+    "curl -H 'Authorization: Bearer {r}' https://api.example.com/v1/models",
+    '{{"headers": {{"Authorization": "Bearer {r}", "X-Api-Key": "{r}"}}}}',
+    "DATABASE_URL=postgres://app:{r}@db.internal:5432/prod",
+    "contact alice.{n}@example.com or bob@corp.example.org",
+    "connecting to 10.{n}.{m}.{s}:8080 from 192.168.{m}.{s}",
+    "cd /home/alice/projects/demo && ls /Users/bob/Downloads",
+    "AWS_ACCESS_KEY_ID=AKIA{R16} aws_secret_access_key = {r}",
+    "token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ7bn0ifQ.{r}",
+    "ghp_{r}{r}",
+    "db_password: '{r}' # remove before commit",
+]
+
+
+def _rand_token(rng: random.Random, length: int = 32) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    return template.format(
+        n=rng.randint(1, 99),
+        m=rng.randint(0, 59),
+        s=rng.randint(0, 59),
+        r=_rand_token(rng),
+        R16=_rand_token(rng, 16).upper(),
+    )
+
+
+def make_text(n_bytes: int, seed: int = 0) -> str:
+    """Deterministic mixed text of about `n_bytes` characters."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    size = 0
+    since_secret = 0
+    while size < n_bytes:
+        kind = rng.random()
+        if kind < 0.35:
+            chunk = "\n".join(rng.choice(CODE) for _ in range(rng.randint(3, 10)))
+        elif kind < 0.65:
+            chunk = "\n".join(_fill(rng.choice(LOG), rng) for _ in range(rng.randint(3, 10)))
+        elif kind < 0.85:
+            chunk = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 120)))
+            chunk += " " + _fill(rng.choice(PROSE), rng)
+        else:
+            record = {"tool": "bash", "exit_code": 0, "tokens_in": rng.randint(1, 999)}
+            record["stdout"] = " ".join(rng.choice(WORDS) for _ in range(40))
+            chunk = json.dumps(record)
+        if since_secret > rng.randint(1000, 2000):
+            chunk += "\n" + _fill(rng.choice(SECRETS), rng)
+            since_secret = 0
+        parts.append(chunk)
+        since_secret += len(chunk)
+        size += len(chunk) + 1
+    return "\n".join(parts)
+
+
+def make_records(text: str, size: int = 4096) -> list[dict[str, Any]]:
+    """Trajectory-like dicts of about `size` characters each, cut from `text`."""
+    records: list[dict[str, Any]] = []
+    for i, start in enumerate(range(0, len(text), size)):
+        chunk = text[start : start + size]
+        third = len(chunk) // 3
+        records.append(
+            {
+                "id": f"traj-{i:06d}",
+                "session_id": f"s-{i // 10}",
+                "outcome": "passed",
+                "tokens_in": 1200 + i,
+                "tokens_out": 300,
+                "steps": [
+                    {"role": "user", "content": chunk[:third]},
+                    {"role": "tool", "name": "bash", "output": chunk[third : 2 * third]},
+                    {"role": "assistant", "content": chunk[2 * third :], "max_tokens": 512},
+                ],
+                "metadata": {"model": "smollm2", "api_key": "sk-local", "cwd": "/tmp/x"},
+            }
+        )
+    return records
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """Best wall time of `repeat` calls, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=10.0, help="text size in MB")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    text = make_text(int(args.mb * 1_000_000), seed=args.seed)
+    mb = len(text.encode()) / 1_000_000
+    chunks = [text[i : i + 4096] for i in range(0, len(text), 4096)]
+    records = make_records(text)
+    redacted = redact_text(text)
+    placeholders = redacted.count("<REDACTED_") + redacted.count("/<user>")
+    print(f"input: {mb:.2f} MB mixed text, {placeholders} placeholders after redaction")
+
+    t_whole = best_of(lambda: redact_text(text))
+    t_chunks = best_of(lambda: [redact_text(c) for c in chunks])
+    t_records = best_of(lambda: [redact(r) for r in records])
+    for label, seconds in (
+        ("redact_text, one string", t_whole),
+        ("redact_text, 4 KB records", t_chunks),
+        (f"redact, {len(records)} dicts of ~4 KB", t_records),
+    ):
+        rate = mb / seconds
+        print(
+            f"{label:34s} {seconds * 1000:8.1f} ms  {rate:7.1f} MB/s  "
+            f"{rate / TARGET_MB_S:5.2f}x of {TARGET_MB_S:.0f} MB/s target"
+        )
+
+
+if __name__ == "__main__":
+    main()

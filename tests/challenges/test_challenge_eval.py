@@ -1,0 +1,130 @@
+"""Every template x tier in the real bubblewrap sandbox: reference passes, near-miss fails."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import pytest
+
+from nightschool.challenges import TIERS, Challenge, Evaluation, evaluate, render, templates
+from nightschool.challenges._runner import FEEDBACK_CHARS
+from nightschool.errors import ChallengeFaultError
+from nightschool.sandbox import Sandbox, SandboxConfig
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+
+COMBOS = [(t.name, tier) for t in templates() for tier in TIERS]
+SEED = 2024
+CHECKER_SOURCE_MARKERS = ("def run_solution", "def check_lines", "DATA = json.loads")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(SandboxConfig(timeout_s=30))
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ThreadPoolExecutor]:
+    """Two evaluations at a time: most of a run is process start-up and sleeps."""
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        yield executor
+
+
+def evaluate_both(
+    pool: ThreadPoolExecutor, sandbox: Sandbox, challenge: Challenge, first: str, second: str
+) -> tuple[Evaluation, Evaluation]:
+    one = pool.submit(evaluate, sandbox, challenge, first)
+    two = pool.submit(evaluate, sandbox, challenge, second)
+    return one.result(), two.result()
+
+
+@pytest.mark.parametrize(("name", "tier"), COMBOS)
+def test_reference_passes_and_near_miss_fails(
+    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str, tier: str
+) -> None:
+    challenge = render(name, tier, SEED)
+    good, bad = evaluate_both(
+        pool, sandbox, challenge, challenge.reference_solution, challenge.wrong_solution
+    )
+    assert good.passed, f"reference failed: {good.feedback}"
+    assert good.feedback == ""
+    assert good.setup.ok and good.validation.ok
+    assert not bad.passed, "the near-miss solution was accepted"
+    assert bad.feedback and len(bad.feedback) <= FEEDBACK_CHARS
+    assert not bad.validation.timed_out
+    for marker in CHECKER_SOURCE_MARKERS:
+        assert marker not in bad.feedback
+
+
+@pytest.mark.parametrize("name", [t.name for t in templates()])
+def test_empty_and_crashing_solutions_fail_with_feedback(
+    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str
+) -> None:
+    challenge = render(name, "intermediate", SEED)
+    if challenge.solution_file.endswith(".sh"):
+        crash = "echo 'cannot parse input: boom' >&2\nexit 3\n"
+        status = "status 3"
+    else:
+        crash = "raise RuntimeError('cannot parse input: boom')\n"
+        status = "status 1"
+    empty, crashed = evaluate_both(pool, sandbox, challenge, "", crash)
+    assert not empty.passed
+    assert "FAIL:" in empty.feedback
+    assert not crashed.passed
+    assert "cannot parse input: boom" in crashed.feedback
+    assert status in crashed.feedback
+
+
+def _hand_made(setup: str, validation: str) -> Challenge:
+    return Challenge(
+        template="algo.hand_made",
+        cluster="algo",
+        tier="basic",
+        seed=0,
+        prompt="Print hello. Write `solution.py`.",
+        setup_script=setup,
+        validation_script=validation,
+        reference_solution="print('hello')\n",
+        wrong_solution="print('bye')\n",
+    )
+
+
+def test_setup_failure_is_a_challenge_fault(sandbox: Sandbox) -> None:
+    broken = _hand_made("raise SystemExit('setup exploded')", "print('never runs')")
+    with pytest.raises(ChallengeFaultError, match="setup exploded"):
+        evaluate(sandbox, broken, "print('hello')\n")
+
+
+def test_validator_timeout_is_a_failed_evaluation() -> None:
+    quick = Sandbox(SandboxConfig(timeout_s=1.5))
+    stuck = _hand_made("pass", "import time\nprint('checking...', flush=True)\ntime.sleep(30)")
+    result = evaluate(quick, stuck, "print('hello')\n")
+    assert not result.passed
+    assert result.validation.timed_out
+    assert "timed out" in result.feedback and "checking..." in result.feedback
+
+
+def test_solution_cannot_read_the_validator(sandbox: Sandbox) -> None:
+    challenge = render("algo.top_k", "basic", SEED)
+    snoop = "import os\nprint(sorted(os.listdir('.')))\n"
+    result = evaluate(sandbox, challenge, snoop)
+    assert not result.passed
+    assert "scores.csv" in result.feedback and "solution.py" in result.feedback
+    assert ".py'" not in result.feedback.replace("'solution.py'", "")
+
+
+def test_hand_made_challenge_passes_and_fails(sandbox: Sandbox) -> None:
+    validation = (
+        "import subprocess, sys\n"
+        "out = subprocess.run([sys.executable, 'solution.py'], capture_output=True, text=True)\n"
+        "sys.exit(0 if out.stdout.strip() == 'hello' else print('FAIL: wrong greeting') or 1)\n"
+    )
+    challenge = _hand_made("open('input.txt', 'w').write('x')", validation)
+    assert evaluate(sandbox, challenge, challenge.reference_solution).passed
+    failed = evaluate(sandbox, replace(challenge), challenge.wrong_solution)
+    assert not failed.passed and failed.feedback == "FAIL: wrong greeting"

@@ -1,0 +1,413 @@
+"""Tests for nightschool.redact: one positive and one negative case per rule,
+JSON-quoted variants, idempotence (examples and hypothesis), IPv4 versus
+version/section numbers, and the dict walker."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+import pytest
+
+from nightschool.redact import (
+    IPV4_RULE,
+    PLACEHOLDERS,
+    SECRET_PLACEHOLDER,
+    _run_rules,
+    is_secret_key,
+    redact,
+    redact_text,
+)
+
+S = SECRET_PLACEHOLDER
+K = "<REDACTED_API_KEY>"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+# (input, expected output) per rule; the surrounding text must survive exactly.
+POSITIVE = [
+    # PEM private keys, also truncated and JSON-escaped
+    (f"key:\n{PEM}\nafter", "key:\n<REDACTED_PRIVATE_KEY>\nafter"),
+    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "<REDACTED_PRIVATE_KEY>"),
+    (json.dumps({"k": PEM}), '{"k": "<REDACTED_PRIVATE_KEY>"}'),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----",
+        "<REDACTED_PRIVATE_KEY>",
+    ),
+    # JWT
+    (f"cookie jar: {JWT} end", "cookie jar: <REDACTED_JWT> end"),
+    # provider keys
+    ("use sk-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL now", f"use {K} now"),
+    ("sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv_wX-yZ012345", K),
+    ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789-AbCdEf", K),
+    ("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", K),
+    ("xoxp-1234567890-abcdefghij", K),
+    ("xapp-1-A0123456789-0123456789012-abcdef", K),
+    ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", K),
+    ("gho_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", K),
+    ("ghs_abcdefghijklmnopqrstuvwxyz0123456789xx", K),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF", K),
+    ("AKIAIOSFODNN7EXAMPLE", K),
+    ("ASIAIOSFODNN7EXAMPLE.", f"{K}."),
+    ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", K),
+    ("rk_live_4eC39HqLyjWDarjtT1zdp7dc", K),
+    ("sk_test_4eC39HqLyjWDarjtT1zdp7dc", K),
+    ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", K),
+    ("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", K),
+    ("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123", f"OPENAI_API_KEY={K}"),
+    ('{"api_key": "sk-abcdefghijklmnopqrstuvwxyz0123"}', f'{{"api_key": "{K}"}}'),
+    # passwords in URIs
+    ("postgres://user:pass@host:5432/db", f"postgres://user:{S}@host:5432/db"),
+    ("redis://:s3cr3t@localhost:6379", f"redis://:{S}@localhost:6379"),
+    ("https://alice:hunter2@example.com/x", f"https://alice:{S}@example.com/x"),
+    # auth headers, bare and JSON-quoted
+    ("Authorization: Bearer xyz", f"Authorization: Bearer {S}"),
+    ("authorization: bearer abc.def-ghi", f"authorization: bearer {S}"),
+    ("Authorization: Basic dXNlcjpwYXNz", f"Authorization: Basic {S}"),
+    ("Authorization: Token 0123456789abcdef", f"Authorization: Token {S}"),
+    ("X-Api-Key: abc123def", f"X-Api-Key: {S}"),
+    ("x-api-key:abc123def\nnext", f"x-api-key:{S}\nnext"),
+    ('{"Authorization": "Bearer xyz"}', f'{{"Authorization": "Bearer {S}"}}'),
+    ('{"headers": {"X-Api-Key": "abc123"}}', f'{{"headers": {{"X-Api-Key": "{S}"}}}}'),
+    ('"{\\"Authorization\\": \\"Bearer xyz\\"}"', f'"{{\\"Authorization\\": \\"Bearer {S}\\"}}"'),
+    (
+        "curl -H 'Authorization: Bearer abc123' https://x",
+        f"curl -H 'Authorization: Bearer {S}' https://x",
+    ),
+    ("Proxy-Authorization: Basic Zm9vOmJhcg==", f"Proxy-Authorization: Basic {S}"),
+    ("Cookie: session=abc; theme=dark\nHost: x", f"Cookie: {S}\nHost: x"),
+    ("  set-cookie: id=a3fWa; Secure", f"  set-cookie: {S}"),
+    ('{"Cookie": "session=abc; theme=dark"}', f'{{"Cookie": "{S}"}}'),
+    ("got Bearer abcdef0123456789abcdef back", f"got Bearer {S} back"),
+    # values under secret-named keys
+    ("password=hunter2 next", f"password={S} next"),
+    ("db_password: 'correct horse'", f"db_password: '{S}'"),
+    ('{"client_secret": "abc", "n": 1}', f'{{"client_secret": "{S}", "n": 1}}'),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        f"aws_secret_access_key = {S}",
+    ),
+    ("SESSION_TOKEN=abc123", f"SESSION_TOKEN={S}"),
+    ("https://x.io/cb?access_token=abc123&state=1", f"https://x.io/cb?access_token={S}&state=1"),
+    ("apiKey: 'abc123'", f"apiKey: '{S}'"),
+    ("passphrase = letmein", f"passphrase = {S}"),
+    ("token=YWJjZA==", f"token={S}"),
+    # onion hosts
+    ("visit abcdefghijklmnop.onion now", "visit <REDACTED_ONION> now"),
+    (
+        "http://www.abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrstuvwx.onion/x",
+        "http://www.<REDACTED_ONION>/x",
+    ),
+    # e-mails
+    ("mail bob.smith+tag@example.co.uk.", "mail <REDACTED_EMAIL>."),
+    ('{"to": "alice@corp.example.org"}', '{"to": "<REDACTED_EMAIL>"}'),
+    ("<alice@example.com>", "<<REDACTED_EMAIL>>"),
+    # home directories
+    ("cd /home/alice/projects", "cd /home/<user>/projects"),
+    ("/Users/bob.smith/Library", "/Users/<user>/Library"),
+    ("C:\\Users\\carol\\Desktop", "C:\\Users\\<user>\\Desktop"),
+    ('{"cwd": "/home/dave"}', '{"cwd": "/home/<user>"}'),
+    # IPv4
+    ("connect to 10.0.0.5:8080", "connect to <REDACTED_IP>:8080"),
+    ("from 192.168.1.20.", "from <REDACTED_IP>."),
+    ("8.8.8.8,1.1.1.1", "<REDACTED_IP>,<REDACTED_IP>"),
+    ('{"ip": "203.0.113.9"}', '{"ip": "<REDACTED_IP>"}'),
+    ("host=172.16.0.1", "host=<REDACTED_IP>"),
+    ("server 255.255.255.255", "server <REDACTED_IP>"),
+]
+
+NEGATIVE = [
+    "see section 1.2.3.4 of the spec",
+    "version 2.10.0.1 of the tool",
+    "v1.2.3.4",
+    "release v 1.2.3.4",
+    "Python 3.11.7",
+    "§ 1.2.3.4",
+    "§1.2.3.4",
+    "pip install foo==1.2.3.4",
+    "requires pkg>=1.2.3.4",
+    "1.2.3.4.5",
+    "pkg-1.2.3.4.tar.gz",
+    "01.02.03.04",
+    "256.1.2.3 and 1.2.3.256",
+    "127.0.0.1 and 127.10.20.30",
+    "0.0.0.0:8000",
+    "table 4.1 and figure 2.3",
+    "max_tokens=512 tokens_in: 40 tokens_out=7",
+    '{"max_tokens": 512, "tokens_in": 40, "token_count": 3}',
+    "tokens = line.split()",
+    "def f(password: str, token: Optional[str] = None) -> None:",
+    "token = get_token()",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "api_key=api_key",
+    "self.api_key = api_key",
+    "password: None",
+    'secret = ""',
+    "token: $GITHUB_TOKEN",
+    "headers = {'Authorization': f'Bearer {token}'}",
+    "if token == expected:",
+    "Token::new(x)",
+    "the author: Jane",
+    "oauth: enabled",
+    "sk-learn is not scikit-learn",
+    "risk-free-abcdefghijklmnopqrstuvwxyz",
+    "mask_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "xAKIAIOSFODNN7EXAMPLE",
+    "@property",
+    "git@github.com:org/repo.git",
+    "user@localhost",
+    "image@sha256:abc",
+    "foo@1.2.3",
+    "bearer of bad news",
+    "the onion router",
+    "abcdefghijklmno.onion and xabcdefghijklmnop1.onion",
+    "/homework/x and /home/ alone",
+    "Authorization: Bearer <REDACTED_JWT>",
+    "eyJhbGciOiJIUzI1NiJ9 alone",
+    "password:/home/(",  # found by hypothesis: once broke idempotence
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), POSITIVE)
+def test_rule_redacts(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_rule_leaves_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("text", [t for t, _ in POSITIVE] + NEGATIVE)
+def test_idempotent_on_examples(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@pytest.mark.parametrize("placeholder", PLACEHOLDERS)
+def test_placeholders_match_no_rule(placeholder: str) -> None:
+    for context in ("{}", "x {} y", "password: {}", '"token": "{}"', "/home/{}", "a@{}"):
+        text = context.format(placeholder)
+        assert redact_text(text) == text
+
+
+def test_secrets_in_json_dump_are_redacted() -> None:
+    record = {
+        "headers": {"Authorization": "Bearer abc123", "X-Api-Key": "k-123456"},
+        "env": "OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123",
+        "log": "ssh deploy@10.1.2.3 from /home/alice",
+    }
+    dumped = redact_text(json.dumps(record))
+    assert "abc123" not in dumped and "k-123456" not in dumped and "sk-abc" not in dumped
+    assert "10.1.2.3" not in dumped and "alice" not in dumped
+    assert "ssh deploy@<REDACTED_IP> from /home/<user>" in dumped  # no TLD: not an e-mail
+    assert json.loads(dumped)["headers"]["Authorization"] == f"Bearer {S}"
+
+
+def test_mixed_text_keeps_order_and_versions() -> None:
+    text = (
+        "Python 3.11.7 on host 10.2.3.4 (see section 1.2.3.4, v1.2.3.4).\n"
+        "mail root@example.com; key ghp_abcdefghijklmnopqrstuvwxyz0123456789 done"
+    )
+    assert redact_text(text) == (
+        "Python 3.11.7 on host <REDACTED_IP> (see section 1.2.3.4, v1.2.3.4).\n"
+        f"mail <REDACTED_EMAIL>; key {K} done"
+    )
+
+
+def test_non_ascii_text_keeps_indices() -> None:
+    # 'İ'.lower() is two characters, so the lower-cased copy would drift.
+    text = "İİİ ünïcode password=hunter2 İ mail a@b.example.com"
+    assert redact_text(text) == f"İİİ ünïcode password={S} İ mail <REDACTED_EMAIL>"
+
+
+def test_ipv4_rule_is_documented() -> None:
+    for cue in ("127.0.0.0/8", "0.0.0.0", "leading zeros", "section", "version", "§"):
+        assert cue in IPV4_RULE
+
+
+PATHOLOGICAL = [
+    "a@", "1.1.1.1.", "10.0.0.1 ", "token=", "token:$", "eyJ", "eyJabcdef.", "sk-", "ghp_",
+    "-----BEGIN RSA PRIVATE KEY-----\n", "password=x ", "cookie: ", "Cookie: x\n", "Bearer ",
+    ".onion", "abcdefghijklmnop.onion", "://a:", '"token": "', "a@b.", " api_key ", "/home/",
+]  # fmt: skip
+
+
+def test_pathological_inputs_stay_linear() -> None:
+    # Each input is ~300 KB of one repeated fragment. Linear rules take well
+    # under a second for all of them; the quadratic ones this guards against
+    # (lazy PEM body, unbounded left scans) took minutes.
+    start = time.perf_counter()
+    for fragment in PATHOLOGICAL:
+        redact_text(fragment * (300_000 // len(fragment)))
+    assert time.perf_counter() - start < 20.0
+
+
+# --- is_secret_key ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password", "PASSWORD", "db_password", "dbPassword", "passwd", "secret",
+        "client_secret", "token", "access_token", "accessToken", "session_token",
+        "refresh-token", "csrf_token", "api_key", "apikey", "apiKey", "APIKey",
+        "X-Api-Key", "x_api_key", "OpenAIApiKey", "access_key", "private_key",
+        "secret_key", "aws_secret_access_key", "authorization", "Authorization",
+        "auth", "x-auth-token", "cookie", "Set-Cookie", "credentials", "passphrase",
+    ],
+)  # fmt: skip
+def test_secret_keys(key: str) -> None:
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "tokens_in", "tokens_out", "max_tokens", "maxTokens", "token_count",
+        "prompt_tokens", "completion_tokens", "num_tokens", "input_tokens",
+        "token_type", "tokenizer", "tokens", "key", "keys", "session_id", "id",
+        "author", "oauth_provider", "monkey", "hockey", "pass_rate", "passed",
+        "cwd", "pwd", "content", "role",
+    ],
+)  # fmt: skip
+def test_non_secret_keys(key: str) -> None:
+    assert not is_secret_key(key)
+
+
+# --- redact -----------------------------------------------------------------
+
+
+def test_redact_nested_structures() -> None:
+    value: dict[str, Any] = {
+        "id": "traj-1",
+        "tokens_in": 1200,
+        "tokens_out": 33,
+        "max_tokens": 512,
+        "steps": [
+            {"role": "tool", "output": "ping 10.0.0.7 ok", "exit": 0},
+            {"role": "user", "content": ("mail x@example.com", 3, None)},
+        ],
+        "config": {"X-Api-Key": "abc", "db_password": 1234, "auth": {"user": "u", "pw": "p"}},
+        "flags": [True, 1.5, None],
+    }
+    assert redact(value) == {
+        "id": "traj-1",
+        "tokens_in": 1200,
+        "tokens_out": 33,
+        "max_tokens": 512,
+        "steps": [
+            {"role": "tool", "output": "ping <REDACTED_IP> ok", "exit": 0},
+            {"role": "user", "content": ("mail <REDACTED_EMAIL>", 3, None)},
+        ],
+        "config": {"X-Api-Key": S, "db_password": S, "auth": S},
+        "flags": [True, 1.5, None],
+    }
+
+
+def test_redact_keeps_empty_values_under_secret_keys() -> None:
+    value = {"password": None, "token": "", "has_secret": False, "cookie": True}
+    assert redact(value) == value
+
+
+def test_redact_does_not_mutate_input() -> None:
+    value: dict[str, Any] = {
+        "password": "x",
+        "nested": [{"email": "a@example.com"}, ["10.0.0.1"]],
+        "t": ("/home/alice",),
+    }
+    before = copy.deepcopy(value)
+    out = redact(value)
+    assert value == before
+    assert out is not value and out["nested"] is not value["nested"]
+    assert out["nested"][0] is not value["nested"][0]
+
+
+def test_redact_keys_are_not_redacted() -> None:
+    value = {"alice@example.com": "x", "10.0.0.1": 1, 7: "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}
+    assert redact(value) == {"alice@example.com": "x", "10.0.0.1": 1, 7: K}
+
+
+def test_redact_scalars_and_other_objects() -> None:
+    marker = object()
+    assert redact(42) == 42
+    assert redact(None) is None
+    assert redact("a@example.com") == "<REDACTED_EMAIL>"
+    assert redact(marker) is marker
+
+
+def test_redact_is_idempotent() -> None:
+    value = {"a": ["Bearer abcdef0123456789abcdef", {"token": "t"}], "b": "10.9.8.7"}
+    once = redact(value)
+    assert redact(once) == once
+
+
+# --- hypothesis ---------------------------------------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FRAGMENTS = [
+    "sk-", "sk-ant-", "sk_live_", "ghp_", "AKIA", "AIza", "xoxb-", "hf_", "eyJ", "eyJhbGciOi.",
+    "abcdefghijklmnopqrst", "ABCDEFGHIJKLMNOP", "0123456789", "-", "_", ".", "@", ":", "=",
+    "://", "/", "\\", '"', "'", '\\"', " ", "\n", "\t", ";", ",", "&", "(", "[", "<", ">",
+    "1.2.3.4", "10.0.0.", "127.", "0.", "255.", "v", "version ", "section ", "§", "Python ",
+    "==", "password", "token", "tokens", "max_", "api_key", "X-Api-Key", "Authorization",
+    "Bearer ", "Basic ", "Cookie", "Set-", "secret", "auth", "user", "example.com", "git",
+    "/home/", "/Users/", "C:\\Users\\", ".onion", "abcdefghijklmnop", "-----BEGIN ",
+    "PRIVATE KEY-----", "-----END ", "RSA ", "MIIE", "İ", "é", "<REDACTED_SECRET>",
+    "<REDACTED_IP>", "<user>", "None", "str", "$X", "f", "{", "}", ")", "]", "%", "+",
+    "#", "?", "|", "*", "~", "`", "\r", "os.environ", "ASIA", "github_pat_", "xapp-",
+]  # fmt: skip
+texts = st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(texts)
+def test_property_idempotent_on_fragments(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_property_idempotent_on_any_text(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@settings(max_examples=1000, deadline=None)
+@given(texts.filter(lambda t: len(t) < 64))
+def test_property_short_string_shortcut_is_exact(text: str) -> None:
+    assert redact_text(text) == _run_rules(text)
+
+
+KEY_WORDS = [
+    "db", "x", "api", "access", "private", "secret", "signing", "client", "auth", "token",
+    "tokens", "max", "in", "count", "password", "key", "session", "id", "cookie", "store",
+    "refresh", "Api", "Key", "Token", "Password", "AUTH", "user", "name",
+]  # fmt: skip
+keys = st.builds(
+    lambda words, seps: "".join(w + s for w, s in zip(words, seps, strict=False)).strip("_-"),
+    st.lists(st.sampled_from(KEY_WORDS), min_size=1, max_size=3),
+    st.lists(st.sampled_from(["_", "-", ""]), min_size=3, max_size=3),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(keys, st.sampled_from(["{k}=v4lue9", "{k}: v4lue9", '"{k}": "v4lue9"', "{k} = 'v4lue9'"]))
+def test_property_text_rule_agrees_with_key_classifier(key: str, template: str) -> None:
+    text = template.format(k=key)
+    redacted = "v4lue9" not in redact_text(text)
+    assert redacted == is_secret_key(key), text
