@@ -16,6 +16,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
 from nightschool.errors import ChallengeFaultError, UserError
@@ -23,6 +24,9 @@ from nightschool.selfplay.frontier import FrontierTracker, SeedPick
 from nightschool.selfplay.solver import Solver
 from nightschool.store import Store
 from nightschool.trajectory import new_id
+
+if TYPE_CHECKING:
+    from nightschool.selfplay.lessons import ExtractionOutcome, LessonExtractor
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class CycleResult:
         trajectory_id: id of the stored trajectory.
         duration_s: wall-clock seconds for the cycle.
         infrastructure_error: fault text if the cycle ended on one, else None.
+        lessons_shown: ids of playbook lessons shown to the solver.
+        lesson: what lesson extraction did (None when extraction is off).
     """
 
     cluster: str
@@ -49,6 +55,8 @@ class CycleResult:
     trajectory_id: str
     duration_s: float
     infrastructure_error: str | None = None
+    lessons_shown: tuple[str, ...] = ()
+    lesson: ExtractionOutcome | None = None
 
 
 class DreamLoop:
@@ -61,6 +69,8 @@ class DreamLoop:
         rng: source of cluster, template and challenge-seed choices; seed it for
             a reproducible run.
         session_id: recorded on every trajectory of this run.
+        extractor: turns failed or struggled cycles into verified lessons; None
+            skips lesson extraction.
     """
 
     def __init__(
@@ -71,7 +81,9 @@ class DreamLoop:
         *,
         rng: random.Random | None = None,
         session_id: str | None = None,
+        extractor: LessonExtractor | None = None,
     ) -> None:
+        self.extractor = extractor
         self.store = store
         self.solver = solver
         self.tracker = tracker
@@ -146,6 +158,16 @@ class DreamLoop:
                     tool_errors=result.tool_errors,
                     trajectory_id=stored.id,
                 )
+                shown = [str(i) for i in stored.extra.get("lessons_shown", [])]
+                if shown and self.solver.playbook is not None:
+                    self.solver.playbook.record_exposure(
+                        shown, stored.id, stored.extra.get("lesson_scores")
+                    )
+                    self.solver.playbook.record_outcome(stored.id, result.passed)
+        lesson = None
+        if self.extractor is not None and result.infrastructure_error is None:
+            notify("extracting a lesson")
+            lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
         cycle = CycleResult(
             cluster=challenge.cluster,
             tier=challenge.tier,
@@ -157,6 +179,8 @@ class DreamLoop:
             trajectory_id=stored.id,
             duration_s=time.perf_counter() - started,
             infrastructure_error=stored.infrastructure_error,
+            lessons_shown=tuple(str(i) for i in stored.extra.get("lessons_shown", [])),
+            lesson=lesson,
         )
         if result.infrastructure_error is not None and not isinstance(
             result.infrastructure_error, ChallengeFaultError

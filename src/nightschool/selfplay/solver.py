@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +26,9 @@ from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    from nightschool.memory import RetrievedLesson, SkillMemory
 
 SYSTEM_PROMPT = (
     "You are a careful programmer solving a small, self-contained coding task. "
@@ -43,6 +47,9 @@ class SolverConfig(BaseModel):
     max_tokens: int = Field(default=512, gt=0, description="Completion cap per attempt, tokens.")
     feedback_chars: int = Field(
         default=1500, gt=0, description="Validator output tail shown on retry, characters."
+    )
+    lessons_k: int = Field(
+        default=3, ge=0, description="Playbook lessons retrieved into the prompt (0: none)."
     )
 
 
@@ -103,10 +110,26 @@ class Solver:
         config: attempts, sampling and feedback size.
     """
 
-    def __init__(self, model: ChatModel, sandbox: Sandbox, config: SolverConfig | None = None):
+    def __init__(
+        self,
+        model: ChatModel,
+        sandbox: Sandbox,
+        config: SolverConfig | None = None,
+        *,
+        playbook: SkillMemory | None = None,
+    ):
         self.model = model
         self.sandbox = sandbox
         self.config = config or SolverConfig()
+        self.playbook = playbook
+
+    def lessons_for(self, challenge: Challenge) -> list[RetrievedLesson]:
+        """Playbook lessons retrieved for `challenge` (empty without a playbook)."""
+        if self.playbook is None or self.config.lessons_k == 0:
+            return []
+        return self.playbook.retrieve(
+            challenge.prompt, k=self.config.lessons_k, cluster=challenge.cluster
+        )
 
     def solve(
         self,
@@ -115,6 +138,7 @@ class Solver:
         session_id: str = "",
         on_event: Callable[[str], None] | None = None,
         system_prompt: str = SYSTEM_PROMPT,
+        lessons: Sequence[RetrievedLesson] | None = None,
     ) -> SolveResult:
         """Run the attempt loop on one challenge.
 
@@ -123,12 +147,20 @@ class Solver:
             session_id: recorded on the trajectory (the dream run's id).
             on_event: called with short progress strings ("attempt 2/3: asking model").
             system_prompt: the solver's system prompt.
+            lessons: lessons to show under `### SKILL PLAYBOOK`; None retrieves them
+                from the playbook (if any). Their ids are recorded in
+                `extra["lessons_shown"]`.
 
         Returns:
             `SolveResult`; infrastructure faults are captured in it, not raised.
         """
         notify = on_event or (lambda _msg: None)
         cfg = self.config
+        shown = list(self.lessons_for(challenge) if lessons is None else lessons)
+        if shown:
+            from nightschool.memory import format_playbook
+
+            system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
         messages: list[Message] = [
             {"role": "system", "content": system_prompt},
             {"role": "user", "content": challenge.prompt},
@@ -207,6 +239,8 @@ class Solver:
             "attempts": attempts,
             "tool_errors": tool_errors,
             "sandboxed": self.sandbox.isolated,
+            "lessons_shown": [item.lesson.id for item in shown],
+            "lesson_scores": [round(item.score, 6) for item in shown],
         }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"

@@ -84,5 +84,91 @@ M001_INITIAL: tuple[str, ...] = (
     *_append_only("frontier_runs"),
 )
 
-MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (("m001_initial", M001_INITIAL),)
+_LESSON_COLUMNS = """
+        id TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        trigger TEXT NOT NULL,
+        anti_pattern TEXT NOT NULL,
+        correct_pattern TEXT NOT NULL,
+        code_example TEXT NOT NULL DEFAULT '',
+        domains TEXT NOT NULL CHECK (json_valid(domains)),
+        confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+        verified INTEGER NOT NULL DEFAULT 0 CHECK (verified IN (0, 1)),
+        source TEXT NOT NULL,
+        source_trajectory_id TEXT NOT NULL DEFAULT '',
+        challenge_hash TEXT NOT NULL DEFAULT '',
+        times_shown INTEGER NOT NULL DEFAULT 0,
+        times_helpful INTEGER NOT NULL DEFAULT 0,
+        times_followed_by_pass INTEGER NOT NULL DEFAULT 0,
+        times_followed_by_failure INTEGER NOT NULL DEFAULT 0,
+        reinforcements INTEGER NOT NULL DEFAULT 0,
+        embedding BLOB,
+        extra TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(extra))"""
+
+M002_LESSONS: tuple[str, ...] = (
+    f"CREATE TABLE lessons ({_LESSON_COLUMNS})",
+    "CREATE INDEX lessons_source_trajectory ON lessons(source_trajectory_id)",
+    "CREATE INDEX lessons_challenge ON lessons(challenge_hash)",
+    # External-content FTS5 index over the text a query should match (BM25).
+    """CREATE VIRTUAL TABLE lessons_fts USING fts5(
+        trigger, anti_pattern, correct_pattern, domains,
+        content='lessons', content_rowid='rowid', tokenize='porter unicode61')""",
+    """CREATE TRIGGER lessons_fts_insert AFTER INSERT ON lessons BEGIN
+        INSERT INTO lessons_fts(rowid, trigger, anti_pattern, correct_pattern, domains)
+        VALUES (new.rowid, new.trigger, new.anti_pattern, new.correct_pattern, new.domains);
+    END""",
+    """CREATE TRIGGER lessons_fts_delete AFTER DELETE ON lessons BEGIN
+        INSERT INTO lessons_fts(lessons_fts, rowid, trigger, anti_pattern, correct_pattern,
+                                domains)
+        VALUES ('delete', old.rowid, old.trigger, old.anti_pattern, old.correct_pattern,
+                old.domains);
+    END""",
+    """CREATE TRIGGER lessons_fts_update AFTER UPDATE OF trigger, anti_pattern,
+            correct_pattern, domains ON lessons BEGIN
+        INSERT INTO lessons_fts(lessons_fts, rowid, trigger, anti_pattern, correct_pattern,
+                                domains)
+        VALUES ('delete', old.rowid, old.trigger, old.anti_pattern, old.correct_pattern,
+                old.domains);
+        INSERT INTO lessons_fts(rowid, trigger, anti_pattern, correct_pattern, domains)
+        VALUES (new.rowid, new.trigger, new.anti_pattern, new.correct_pattern, new.domains);
+    END""",
+    # Retracted lessons are archived here before deletion: nothing is lost.
+    f"""CREATE TABLE lessons_archive ({_LESSON_COLUMNS.replace("PRIMARY KEY", "NOT NULL")},
+        archived_at REAL NOT NULL,
+        archive_reason TEXT NOT NULL)""",
+    "CREATE INDEX lessons_archive_id ON lessons_archive(id)",
+    *_append_only("lessons_archive"),
+    # Each time lessons are shown to a task: which lessons, which trajectory.
+    """CREATE TABLE lesson_exposures (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        lesson_id TEXT NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        timestamp REAL NOT NULL,
+        rank INTEGER NOT NULL,
+        score REAL NOT NULL
+    )""",
+    "CREATE INDEX lesson_exposures_lesson ON lesson_exposures(lesson_id)",
+    "CREATE INDEX lesson_exposures_trajectory ON lesson_exposures(trajectory_id)",
+)
+
+M003_REFLECTIONS: tuple[str, ...] = (
+    # One row per source trajectory: the dedup record shared by reflect_one and
+    # the backlog run. `in_progress` is written before the model call and
+    # deleted again on error so a later pass retries.
+    """CREATE TABLE reflection_claims (
+        trajectory_id TEXT PRIMARY KEY REFERENCES trajectories(id),
+        status TEXT NOT NULL CHECK (status IN ('in_progress', 'done', 'unparseable')),
+        claimed_at REAL NOT NULL,
+        finished_at REAL,
+        reflection_trajectory_id TEXT,
+        detail TEXT NOT NULL DEFAULT ''
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("m001_initial", M001_INITIAL),
+    ("m002_lessons", M002_LESSONS),
+    ("m003_reflections", M003_REFLECTIONS),
+)
 """All migrations this version knows, oldest first."""

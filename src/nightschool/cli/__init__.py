@@ -1,0 +1,35 @@
+"""The `nightschool` command line: a thin layer over the library.
+
+Parses flags, builds the collaborators, calls the library, and turns domain
+errors into a clear message and an exit code (`nightschool.errors.EXIT_CODES`).
+Each command group lives in its own module; this one assembles the app.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from nightschool.cli._lessons import lessons_app, reflect
+from nightschool.cli._records import trajectories_app
+from nightschool.cli._selfplay import dream, status
+
+app = typer.Typer(
+    name="nightschool",
+    help="Self-improvement for local LLM agents: practise, record, learn — no weight updates.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(dream)
+app.command()(status)
+app.command()(reflect)
+app.add_typer(trajectories_app, name="trajectories")
+app.add_typer(lessons_app, name="lessons")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main"]

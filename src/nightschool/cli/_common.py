@@ -1,0 +1,99 @@
+"""Shared pieces of the command line: consoles, options, error mapping, builders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from nightschool.config import Settings
+from nightschool.errors import EXIT_CODES, NightschoolError, UserError
+
+if TYPE_CHECKING:
+    from nightschool.store import Store
+
+err = Console(stderr=True)
+"""Progress, warnings and errors go to stderr; results go to stdout."""
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="`embedded` (default: bundled SmolLM2-135M via llama.cpp) or the model name "
+        "on the server given by --base-url.",
+        envvar="NIGHTSCHOOL_MODEL",
+        show_default=False,
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM, Ollama).",
+        envvar="NIGHTSCHOOL_BASE_URL",
+        show_default=False,
+    ),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="Bearer token for the server (or NIGHTSCHOOL_API_KEY).",
+        envvar="NIGHTSCHOOL_API_KEY",
+        show_default=False,
+    ),
+]
+
+
+def settings_from(**overrides: Any) -> Settings:
+    """Settings from the environment, with the flags that were given on top."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+@contextmanager
+def errors_to_exit_codes() -> Iterator[None]:
+    """Map domain errors and Ctrl-C to a message on stderr and an exit code."""
+    try:
+        yield
+    except NightschoolError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        if exc.hint:
+            err.print(f"[dim]hint:[/] {exc.hint}", highlight=False)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        err.print(
+            "[yellow]interrupted[/]: the cycle in progress was not recorded; "
+            "everything before it is safe."
+        )
+        raise typer.Exit(EXIT_CODES["interrupted"]) from None
+
+
+def open_store(settings: Settings, *, must_exist: bool = False) -> Store:
+    """Open the database of `settings`.
+
+    Raises:
+        UserError: `must_exist` and there is no database yet.
+    """
+    from nightschool.store import Store
+
+    path = settings.database_path()
+    if must_exist and not path.exists():
+        raise UserError(f"no database at {path}", hint="run `nightschool dream` first")
+    return Store.open(path)
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """Parse a `--since` value (YYYY-MM-DD or ISO timestamp; naive means UTC)."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--since {value!r} is not a date; use YYYY-MM-DD or an ISO timestamp"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

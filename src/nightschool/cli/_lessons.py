@@ -1,0 +1,222 @@
+"""`nightschool reflect` and `nightschool lessons ...`: the skill playbook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    err,
+    errors_to_exit_codes,
+    open_store,
+    settings_from,
+)
+from nightschool.cli._records import write_jsonl
+from nightschool.errors import UserError
+
+lessons_app = typer.Typer(
+    help="The skill playbook: lessons learned from failures.", no_args_is_help=True
+)
+
+
+def reflect(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Reflect on at most this many.")
+    ] = 10,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
+    with errors_to_exit_codes():
+        from nightschool.learning import PlaybookSink
+        from nightschool.llm import check_model, make_model
+        from nightschool.memory import SkillMemory
+        from nightschool.reflection import Reflector
+
+        settings = settings_from(model=model, base_url=base_url, api_key=api_key)
+        store = open_store(settings, must_exist=True)
+        try:
+            with err.status("checking the model and loading the playbook ..."):
+                chat_model = make_model(settings)
+                check_model(chat_model)
+                memory = SkillMemory(store)
+            reflector = Reflector(store, chat_model, sink=PlaybookSink(memory))
+            pending = len(reflector.pending())
+            err.print(f"{pending} failed trajectory(ies) waiting for reflection; doing {limit}")
+
+            def on_outcome(outcome: Any) -> None:
+                source = outcome.source_trajectory_id[:12]
+                if outcome.status == "reflected" and outcome.reflection is not None:
+                    learned = outcome.sink_result
+                    verdict = (
+                        f"lesson {learned.status} {learned.lesson_id or ''} ({learned.reason})"
+                        if learned is not None
+                        else "no lesson"
+                    )
+                    err.print(
+                        f"[green]reflected[/] {source}: {outcome.reflection.diagnosis[:100]}\n"
+                        f"    → {verdict}",
+                        highlight=False,
+                    )
+                else:
+                    err.print(f"[yellow]{outcome.status}[/] {source}: {outcome.detail[:140]}")
+
+            with err.status("reflecting ..."):
+                report = reflector.run(limit, on_outcome=on_outcome)
+            Console().print(
+                f"reflected {report.reflected}, unparseable {report.unparseable}, "
+                f"skipped {report.skipped}, errors {report.errors}"
+                + (" (stopped early after repeated errors)" if report.stopped_early else "")
+            )
+            if report.stopped_early:
+                raise typer.Exit(3)
+        finally:
+            store.close()
+
+
+@lessons_app.command("list")
+def list_lessons(
+    verified: Annotated[
+        bool | None,
+        typer.Option("--verified/--unverified", help="Only verified (or unverified) lessons."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most this many.")] = None,
+) -> None:
+    """List lessons with provenance and retrieval counters."""
+    with errors_to_exit_codes():
+        from nightschool.memory import SkillMemory
+
+        store = open_store(settings_from(), must_exist=True)
+        try:
+            lessons = SkillMemory(store).list(limit=limit, verified=verified)
+        finally:
+            store.close()
+        if not lessons:
+            Console().print("the playbook is empty")
+            return
+        table = Table(title=f"skill playbook ({len(lessons)} lessons)")
+        for column in (
+            "id",
+            "verified",
+            "conf",
+            "domains",
+            "shown",
+            "pass",
+            "fail",
+            "source",
+            "trigger",
+        ):
+            table.add_column(column, overflow="fold")
+        for lesson in lessons:
+            table.add_row(
+                lesson.id,
+                "yes" if lesson.verified else "no",
+                f"{lesson.confidence:.2f}",
+                ",".join(lesson.domains),
+                str(lesson.times_shown),
+                str(lesson.times_followed_by_pass),
+                str(lesson.times_followed_by_failure),
+                f"{lesson.source}\n{lesson.source_trajectory_id[:12]}",
+                lesson.trigger[:80],
+            )
+        Console().print(table)
+
+
+@lessons_app.command("show")
+def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) -> None:
+    """Show one lesson in full, with where it came from and how it has done."""
+    with errors_to_exit_codes():
+        from nightschool.memory import SkillMemory
+
+        store = open_store(settings_from(), must_exist=True)
+        try:
+            lesson = SkillMemory(store).get(lesson_id)
+            if lesson is None:
+                raise UserError(f"no lesson {lesson_id!r}", hint="see `nightschool lessons list`")
+            source = (
+                store.get_trajectory(lesson.source_trajectory_id)
+                if lesson.source_trajectory_id
+                else None
+            )
+        finally:
+            store.close()
+        console = Console()
+        console.print(
+            f"[bold]{lesson.id}[/]  {'verified' if lesson.verified else 'unverified'}"
+            f" · confidence {lesson.confidence:.2f} · {', '.join(lesson.domains)}"
+        )
+        console.print(f"[bold]trigger[/]          {lesson.trigger}", highlight=False)
+        console.print(f"[bold]anti-pattern[/]     {lesson.anti_pattern}", highlight=False)
+        console.print(f"[bold]correct pattern[/]  {lesson.correct_pattern}", highlight=False)
+        if lesson.code_example:
+            console.print(f"[bold]code example[/]\n{lesson.code_example}", highlight=False)
+        console.print(
+            f"[bold]counters[/]         shown {lesson.times_shown}, helpful "
+            f"{lesson.times_helpful}, then passed {lesson.times_followed_by_pass}, then failed "
+            f"{lesson.times_followed_by_failure}, reinforced {lesson.reinforcements}"
+        )
+        console.print(
+            f"[bold]source[/]           {lesson.source}, trajectory "
+            f"{lesson.source_trajectory_id or '(none)'}",
+            highlight=False,
+        )
+        if source is not None:
+            console.print(
+                f"                 {source.task_kind} · {source.cluster or '-'} · "
+                f"{source.outcome.value}: {source.user_request[:120]!r}",
+                highlight=False,
+            )
+        verification = lesson.extra.get("verification")
+        if verification:
+            console.print(f"[bold]verification[/]     {verification}", highlight=False)
+
+
+@lessons_app.command("retract")
+def retract_lessons(
+    trajectory: Annotated[
+        str, typer.Option("--trajectory", "-t", help="Source trajectory id whose lessons go.")
+    ],
+) -> None:
+    """Remove every lesson learned from a trajectory (archived first; nothing is lost)."""
+    with errors_to_exit_codes():
+        from nightschool.memory import SkillMemory
+
+        if not trajectory.strip():
+            raise UserError("--trajectory needs a non-empty trajectory id")
+        store = open_store(settings_from(), must_exist=True)
+        try:
+            count = SkillMemory(store).retract_from_trajectory(
+                trajectory, reason="retracted from the command line"
+            )
+        finally:
+            store.close()
+        Console().print(
+            f"retracted {count} lesson(s) learned from trajectory {trajectory}"
+            + (" (archived in lessons_archive)" if count else "")
+        )
+
+
+@lessons_app.command("export")
+def export_lessons(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Write every lesson as one JSON record per line (with format_version)."""
+    with errors_to_exit_codes():
+        from nightschool.memory import SkillMemory
+
+        store = open_store(settings_from(), must_exist=True)
+        try:
+            count = write_jsonl(SkillMemory(store).export(), output)
+        finally:
+            store.close()
+        err.print(f"exported {count} lessons" + (f" to {output}" if output else ""))

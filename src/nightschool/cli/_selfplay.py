@@ -1,0 +1,228 @@
+"""`nightschool dream` and `nightschool status`."""
+
+from __future__ import annotations
+
+import random
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    err,
+    errors_to_exit_codes,
+    open_store,
+    settings_from,
+)
+
+
+def _lesson_line(cycle: Any) -> str | None:
+    outcome = cycle.lesson
+    if outcome is None or outcome.status == "skipped":
+        return None
+    if outcome.status in ("written", "reinforced"):
+        trigger = outcome.candidate.trigger if outcome.candidate else ""
+        return (
+            f"    [green]lesson {outcome.status}[/] {outcome.lesson_id} (verified): {trigger[:90]}"
+        )
+    return f"    [dim]no lesson: {outcome.reason[:140]}[/]"
+
+
+def dream(
+    cycles: Annotated[int, typer.Option("--cycles", "-n", min=1, help="Cycles to run.")] = 3,
+    cluster: Annotated[
+        str | None, typer.Option(help="Practise only this cluster (default: frontier picks).")
+    ] = None,
+    tier: Annotated[
+        str | None,
+        typer.Option(help="Render at this tier (basic|intermediate|advanced|expert)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for cluster/template/challenge choices.")
+    ] = None,
+    lessons: Annotated[
+        bool,
+        typer.Option(
+            "--lessons/--no-lessons",
+            help="Show playbook lessons to the solver and extract verified lessons "
+            "from failed or struggled cycles.",
+        ),
+    ] = True,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--unsandboxed", help="Run generated code WITHOUT bubblewrap isolation (unsafe)."
+        ),
+    ] = False,
+) -> None:
+    """Run self-play cycles: render challenges, solve them with the model, judge in a sandbox."""
+    with errors_to_exit_codes():
+        from nightschool.llm import check_model, make_model
+        from nightschool.sandbox import Sandbox, SandboxConfig
+        from nightschool.selfplay import (
+            DreamLoop,
+            FrontierTracker,
+            Solver,
+            SolverConfig,
+            summarize,
+        )
+
+        settings = settings_from(model=model, base_url=base_url, api_key=api_key)
+        if unsandboxed:
+            err.print("[bold yellow]warning:[/] running generated code WITHOUT a sandbox")
+        sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
+        with err.status("checking the sandbox and the model ..."):
+            sandbox.check()
+            chat_model = make_model(settings)
+            check_model(chat_model)
+        store = open_store(settings)
+        try:
+            tracker = FrontierTracker(store)
+            playbook = extractor = None
+            solver = Solver(
+                chat_model,
+                sandbox,
+                SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens),
+            )
+            if lessons:
+                from nightschool.memory import SkillMemory
+                from nightschool.selfplay.lessons import LessonExtractor
+
+                with err.status("loading the skill playbook ..."):
+                    playbook = SkillMemory(store)
+                solver.playbook = playbook
+                extractor = LessonExtractor(chat_model, playbook, solver)
+            loop = DreamLoop(
+                store,
+                solver,
+                tracker,
+                rng=random.Random(seed) if seed is not None else None,
+                extractor=extractor,
+            )
+            err.print(
+                f"dreaming {cycles} cycle(s) with [bold]{chat_model.name}[/] · "
+                f"database {settings.database_path()}",
+                highlight=False,
+            )
+            progress = Progress(
+                SpinnerColumn(),
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+            with progress:
+                task = progress.add_task("starting", total=cycles)
+
+                def on_event(message: str) -> None:
+                    progress.update(task, description=message)
+
+                def on_cycle(index: int, cycle: Any) -> None:
+                    mark = "[green]✓ passed[/]" if cycle.passed else "[red]✗ failed[/]"
+                    if cycle.infrastructure_error:
+                        mark = f"[yellow]! {cycle.infrastructure_error}[/]"
+                    shown = f", {len(cycle.lessons_shown)} lesson(s) shown" * bool(
+                        cycle.lessons_shown
+                    )
+                    progress.console.print(
+                        f"cycle {index + 1}/{cycles}  {cycle.template:<32} {cycle.tier:<12} "
+                        f"{mark} after {cycle.attempts} attempt(s), {cycle.duration_s:.1f}s"
+                        f"{shown} [dim]({cycle.pick.mode})[/]",
+                        highlight=False,
+                    )
+                    line = _lesson_line(cycle)
+                    if line:
+                        progress.console.print(line, highlight=False)
+                    progress.advance(task)
+
+                results = loop.run(
+                    cycles, cluster=cluster, tier=tier, on_cycle=on_cycle, on_event=on_event
+                )
+            table = Table(title=f"dream summary · session {loop.session_id}")
+            for column in ("cluster", "runs", "passes", "mean attempts", "tier now"):
+                table.add_column(column, justify="left" if column == "cluster" else "right")
+            for row in summarize(results, tracker):
+                table.add_row(
+                    str(row["cluster"]),
+                    str(row["runs"]),
+                    str(row["passes"]),
+                    f"{row['attempts']:.2f}",
+                    str(row["tier"]),
+                )
+            console = Console()
+            console.print(table)
+            learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
+            if lessons:
+                console.print(
+                    f"lessons learned this run: {len(learned)} · playbook size "
+                    f"{playbook.count() if playbook else 0}"
+                )
+        finally:
+            store.close()
+
+
+def status() -> None:
+    """Show what the database holds and the frontier of every cluster."""
+    with errors_to_exit_codes():
+        from nightschool.selfplay import FrontierTracker
+
+        settings = settings_from()
+        path = settings.database_path()
+        console = Console()
+        if not path.exists():
+            console.print(f"no database yet at {path}; run `nightschool dream` first.")
+            return
+        store = open_store(settings)
+        try:
+            counts = store.counts()
+            console.print(f"database {path}", highlight=False)
+            console.print(
+                f"trajectories {counts['trajectories']} (passed {counts['passed']}, failed "
+                f"{counts['failed']}, unknown {counts['unknown']}) · corrections "
+                f"{counts['corrections']} · frontier runs {counts['frontier_runs']}"
+            )
+            table = Table(title="frontier")
+            columns = ("cluster", "runs", "passes", "first-try", "brittleness", "state", "tier")
+            for column in columns:
+                table.add_column(
+                    column, justify="left" if column in ("cluster", "state") else "right"
+                )
+            for state in FrontierTracker(store).states():
+                flags = [
+                    name
+                    for name, on in (
+                        ("brittle", state.brittle),
+                        ("mastered", state.mastered),
+                        ("saturated", state.saturated),
+                    )
+                    if on
+                ]
+                table.add_row(
+                    state.cluster,
+                    str(state.runs),
+                    str(state.passes),
+                    str(state.first_try_wins),
+                    str(state.brittleness),
+                    ", ".join(flags) or ("untried" if state.runs == 0 else "steady"),
+                    state.tier,
+                )
+            console.print(table)
+        finally:
+            store.close()

@@ -1,0 +1,247 @@
+"""Lesson extraction from self-play: extract, guard, verify, then learn.
+
+After a failed cycle, or one won only after retries, one model call turns the
+episode into a structured lesson. The candidate must pass the generalization
+guard, then prove itself: the solver re-runs the same challenge with the
+lesson shown under `### SKILL PLAYBOOK`, and the lesson is kept (verified) only
+if the outcome strictly improves — fail → pass, or fewer attempts (seed 000,
+`_verify_lesson_helpful`). Every comparison is recorded on the lesson.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nightschool.challenges import Challenge
+from nightschool.learning import generalization_problem
+from nightschool.llm import ChatModel
+from nightschool.memory import DOMAINS, Lesson, RetrievedLesson, SkillMemory
+from nightschool.selfplay.solver import Solver, SolveResult
+from nightschool.trajectory import new_id, utc_now
+
+EXTRACTION_PROMPT = """You just practised a coding task. {how}
+Write ONE general lesson that would help with SIMILAR tasks in future. Do not repeat
+this task's file names, data values or wording; describe the kind of task and the fix.
+
+TASK:
+{task}
+
+WHAT WENT WRONG:
+{feedback}
+{winner}
+Answer in exactly this format:
+TRIGGER: <when this lesson applies, one sentence>
+ANTI-PATTERN: <the mistake to avoid, one sentence>
+CORRECT PATTERN: <what to do instead, one or two sentences>
+DOMAINS: <comma-separated, from: {domains}>
+CONFIDENCE: <a number from 0 to 1>
+"""
+
+_FIELD = re.compile(
+    r"^\W*(trigger|anti[- ]?pattern|correct[- ]?pattern|domains?|confidence)\W*\s*[:\-]\s*(.*)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class CandidateLesson:
+    """A parsed, not yet accepted lesson."""
+
+    trigger: str
+    anti_pattern: str
+    correct_pattern: str
+    domains: list[str]
+    confidence: float
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """What lesson extraction did for one cycle.
+
+    Attributes:
+        status: `skipped` (first-try win, nothing to learn), `unparseable`,
+            `rejected` (guard or verification said no), `written` or `reinforced`.
+        reason: one readable sentence.
+        lesson_id: the playbook lesson written or reinforced, if any.
+        candidate: the parsed candidate, if any.
+        comparison: original vs with-lesson outcome, when verification ran.
+    """
+
+    status: str
+    reason: str
+    lesson_id: str | None = None
+    candidate: CandidateLesson | None = None
+    comparison: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_lesson(text: str) -> CandidateLesson | None:
+    """Parse the extraction reply leniently (any case, bullets, bold, `-` or `:`).
+
+    Returns None when trigger or correct pattern is missing. Domains are
+    lower-cased and kept even if off-taxonomy (the guard judges them);
+    confidence defaults to 0.5 and is clamped to [0, 1].
+    """
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _FIELD.match(line.strip().replace("**", ""))
+        if match:
+            key = match.group(1).lower().replace("-", "").replace(" ", "")
+            key = {"domain": "domains"}.get(key, key)
+            found.setdefault(key, match.group(2).strip())
+    trigger, correct = found.get("trigger", ""), found.get("correctpattern", "")
+    if not trigger or not correct:
+        return None
+    domains = [d.strip().lower() for d in re.split(r"[,;/]| and ", found.get("domains", ""))]
+    try:
+        confidence = float(re.findall(r"\d*\.?\d+", found.get("confidence", "0.5"))[0])
+    except (IndexError, ValueError):
+        confidence = 0.5
+    return CandidateLesson(
+        trigger=trigger,
+        anti_pattern=found.get("antipattern", ""),
+        correct_pattern=correct,
+        domains=[d for d in domains if d],
+        confidence=min(1.0, max(0.0, confidence)),
+    )
+
+
+def _improved(original: SolveResult, verified: SolveResult) -> bool:
+    if not verified.passed:
+        return False
+    return not original.passed or verified.attempts < original.attempts
+
+
+class LessonExtractor:
+    """Extracts, guards and verifies lessons from self-play cycles.
+
+    Args:
+        model: the model that writes the lesson (usually the solver's).
+        memory: the playbook lessons are written to.
+        solver: re-runs the challenge with the candidate lesson shown.
+        max_tokens: completion cap for the extraction call, tokens.
+    """
+
+    def __init__(
+        self, model: ChatModel, memory: SkillMemory, solver: Solver, *, max_tokens: int = 300
+    ) -> None:
+        self.model = model
+        self.memory = memory
+        self.solver = solver
+        self.max_tokens = max_tokens
+
+    def extraction_prompt(self, challenge: Challenge, result: SolveResult) -> str:
+        """The prompt asking for a lesson about `result` on `challenge`."""
+        traj = result.trajectory
+        failures = [call.error for call in traj.tool_calls if call.error]
+        winner = ""
+        if result.passed and traj.tool_calls:
+            code = str(traj.tool_calls[-1].arguments.get("code", ""))
+            winner = f"\nTHE SOLUTION THAT FINALLY PASSED:\n{code[:1200]}\n"
+        how = (
+            f"You needed {result.attempts} attempts to pass."
+            if result.passed
+            else f"You failed all {result.attempts} attempts."
+        )
+        return EXTRACTION_PROMPT.format(
+            how=how,
+            task=challenge.prompt[:1500],
+            feedback="\n---\n".join(f[-400:] for f in failures[-2:]) or "(no output)",
+            winner=winner,
+            domains=", ".join(DOMAINS),
+        )
+
+    def extract(
+        self, challenge: Challenge, result: SolveResult, *, session_id: str = ""
+    ) -> ExtractionOutcome:
+        """Run the whole pipeline for one finished cycle.
+
+        Raises:
+            InfrastructureError: the model or sandbox failed during extraction or
+                verification (nothing is written).
+        """
+        if result.infrastructure_error is not None:
+            return ExtractionOutcome("skipped", "the cycle ended on an infrastructure error")
+        if result.passed and result.attempts == 1:
+            return ExtractionOutcome("skipped", "first-try win: nothing to learn")
+        reply = self.model.complete(
+            [{"role": "user", "content": self.extraction_prompt(challenge, result)}],
+            temperature=0.2,
+            max_tokens=self.max_tokens,
+        )
+        candidate = parse_lesson(reply.text)
+        if candidate is None:
+            return ExtractionOutcome("unparseable", "the model's reply had no TRIGGER/PATTERN")
+        problem = generalization_problem(
+            trigger=candidate.trigger,
+            anti_pattern=candidate.anti_pattern,
+            correct_pattern=candidate.correct_pattern,
+            domains=candidate.domains,
+            sources=(challenge.prompt, challenge.setup_script, challenge.validation_script),
+        )
+        if problem:
+            return ExtractionOutcome(
+                "rejected", f"generalization guard: {problem}", None, candidate
+            )
+        provisional = Lesson(
+            id=f"candidate-{new_id()[:8]}",
+            trigger=candidate.trigger,
+            anti_pattern=candidate.anti_pattern,
+            correct_pattern=candidate.correct_pattern,
+            domains=candidate.domains,
+            confidence=candidate.confidence,
+            verified=False,
+            source="selfplay",
+            created_at=utc_now(),
+            updated_at=utc_now(),
+        )
+        started = time.perf_counter()
+        retry = self.solver.solve(
+            challenge,
+            session_id=session_id,
+            lessons=[
+                RetrievedLesson(
+                    lesson=provisional, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1
+                )
+            ],
+        )
+        if retry.infrastructure_error is not None:
+            raise retry.infrastructure_error
+        comparison = {
+            "original": {"passed": result.passed, "attempts": result.attempts},
+            "with_lesson": {"passed": retry.passed, "attempts": retry.attempts},
+            "verify_duration_s": round(time.perf_counter() - started, 3),
+            "challenge_hash": challenge.challenge_hash,
+        }
+        if not _improved(result, retry):
+            return ExtractionOutcome(
+                "rejected",
+                "verification: showing the lesson did not improve the outcome "
+                f"({_describe(result)} → {_describe(retry)})",
+                None,
+                candidate,
+                comparison,
+            )
+        learned = self.memory.learn(
+            trigger=candidate.trigger,
+            anti_pattern=candidate.anti_pattern,
+            correct_pattern=candidate.correct_pattern,
+            domains=candidate.domains,
+            source="selfplay",
+            confidence=candidate.confidence,
+            source_trajectory_id=result.trajectory.id,
+            challenge_hash=challenge.challenge_hash,
+            verified=True,
+            extra={"verification": comparison},
+        )
+        if learned.status == "reinforced" and learned.lesson_id:
+            self.memory.set_verified(learned.lesson_id, True, comparison)
+        return ExtractionOutcome(
+            learned.status, learned.reason, learned.lesson_id, candidate, comparison
+        )
+
+
+def _describe(result: SolveResult) -> str:
+    return f"passed in {result.attempts}" if result.passed else f"failed {result.attempts}x"
