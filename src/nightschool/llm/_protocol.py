@@ -47,6 +47,10 @@ class ChatModel(Protocol):
         - `max_tokens` is always honoured (sent to servers on every request).
         - With the same `seed`, a deterministic backend returns the same text.
         - Never returns None text; an empty reply is `Completion(text="")`.
+        - `grammar` is an optional GBNF grammar the reply must match. The
+          embedded llama.cpp model enforces it (a 135M model only follows a
+          format when constrained); server backends and the scripted double
+          ignore it, so callers still parse replies leniently.
 
     Raises:
         ModelUnavailableError: the backend cannot be reached or kept failing
@@ -67,6 +71,7 @@ class ChatModel(Protocol):
         temperature: float = 0.2,
         max_tokens: int = 512,
         seed: int | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         """Return the model's reply to `messages`."""
         ...

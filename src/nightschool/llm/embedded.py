@@ -121,6 +121,7 @@ class EmbeddedModel:
     def __init__(self, config: EmbeddedConfig | None = None) -> None:
         self.config = config or EmbeddedConfig()
         self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
         self._llama: Any = None
         self.load_s: float | None = None
         """Seconds the model load took, once loaded."""
@@ -142,6 +143,19 @@ class EmbeddedModel:
         with self._lock:
             self._ensure_loaded()
 
+    def _grammar(self, source: str | None) -> Any:
+        """Compile (and cache) a GBNF grammar; None passes through."""
+        if source is None:
+            return None
+        if source not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            try:
+                self._grammars[source] = LlamaGrammar.from_string(source, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise UserError(f"invalid GBNF grammar: {exc}") from exc
+        return self._grammars[source]
+
     def complete(
         self,
         messages: Sequence[Message],
@@ -149,6 +163,7 @@ class EmbeddedModel:
         temperature: float = 0.2,
         max_tokens: int = 512,
         seed: int | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         """Generate one reply in-process.
 
@@ -158,6 +173,8 @@ class EmbeddedModel:
             max_tokens: completion cap in tokens; llama.cpp lowers it further when
                 prompt + completion would exceed `n_ctx`.
             seed: sampling seed; None continues the model's seed sequence.
+            grammar: optional GBNF grammar the reply is constrained to (compiled
+                with llama.cpp's `LlamaGrammar`; a bad grammar is a `UserError`).
 
         Returns:
             The reply with llama.cpp's token counts. `duration_s` includes the
@@ -182,6 +199,7 @@ class EmbeddedModel:
                     temperature=temperature,
                     max_tokens=max_tokens,
                     seed=seed,
+                    grammar=self._grammar(grammar),
                 )
             except ValueError as exc:  # "Requested tokens (N) exceed context window of M"
                 raise ModelResponseError(

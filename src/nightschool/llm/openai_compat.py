@@ -140,6 +140,7 @@ class OpenAICompatibleModel:
         temperature: float = 0.2,
         max_tokens: int = 512,
         seed: int | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         """Send one chat completion request, retrying transient failures.
 

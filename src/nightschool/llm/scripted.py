@@ -90,6 +90,7 @@ class ScriptedModel:
         temperature: float = 0.2,
         max_tokens: int = 512,
         seed: int | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         """Return (or raise) the next scripted reply.
 

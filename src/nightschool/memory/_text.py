@@ -16,8 +16,7 @@ import unicodedata
 TOKEN_RE = re.compile(r"[^\W_]+")
 """A token: a maximal run of Unicode letters and digits (as `unicode61` splits)."""
 
-STOPWORDS = frozenset(
-    """
+_STOPWORD_TEXT = """
     a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for
     from further had has have having he her here hers herself him himself his how i if in
@@ -27,8 +26,8 @@ STOPWORDS = frozenset(
     very was we were what when where which while who whom why will with would you your
     yours yourself yourselves get got use using used want wants need needs make makes
     instead avoid dont doesn isn t s
-    """.split()
-)
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """English function words (plus lesson boilerplate such as `instead`, `avoid`).
 
 They carry no topic: dropping them from FTS queries keeps BM25 candidate sets
@@ -58,19 +57,24 @@ def tokens(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return [tok for tok in found if tok not in STOPWORDS]
 
 
+def content_tokens(text: str) -> list[str]:
+    """Distinct content tokens of `text` in order of appearance.
+
+    A text of only stopwords falls back to its stopwords, so that "is it"
+    still matches something rather than nothing.
+    """
+    picked = _distinct(tokens(text))
+    return picked or _distinct(tokens(text, keep_stopwords=True))
+
+
 def fts_query(text: str, *, max_tokens: int = MAX_QUERY_TOKENS) -> str:
     """Build a safe FTS5 MATCH expression from free text.
 
     Returns:
-        `"tok1" OR "tok2" ...` over the distinct content tokens (first
-        `max_tokens` kept, in order of appearance), or "" when the text has no
-        content token. A query of only stopwords falls back to its stopwords so
-        that "is it" still matches something rather than nothing.
+        `"tok1" OR "tok2" ...` over `content_tokens(text)` (first `max_tokens`
+        kept), or "" when the text has no letter or digit.
     """
-    picked = _distinct(tokens(text))
-    if not picked:
-        picked = _distinct(tokens(text, keep_stopwords=True))
-    return " OR ".join(f'"{tok}"' for tok in picked[:max_tokens])
+    return " OR ".join(f'"{tok}"' for tok in content_tokens(text)[:max_tokens])
 
 
 def _distinct(items: list[str]) -> list[str]:

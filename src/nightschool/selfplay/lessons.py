@@ -40,6 +40,18 @@ DOMAINS: <comma-separated, from: {domains}>
 CONFIDENCE: <a number from 0 to 1>
 """
 
+EXTRACTION_GRAMMAR = r"""
+root ::= head tail
+head ::= "TRIGGER: " line "\nANTI-PATTERN: " line "\nCORRECT PATTERN: " line
+tail ::= "\nDOMAINS: " domain domains? "\nCONFIDENCE: 0." [0-9] "\n"
+domains ::= ", " domain
+line ::= [A-Za-z] [^\n]{10,240}
+domain ::= "algo" | "bash" | "concurrency" | "data_analysis" | "python_general"
+    | "regex_parse" | "sql"
+"""
+"""GBNF for the extraction reply, enforced where the backend supports grammars
+(the embedded model; a 135M model does not follow the format otherwise)."""
+
 _FIELD = re.compile(
     r"^\W*(trigger|anti[- ]?pattern|correct[- ]?pattern|domains?|confidence)\W*\s*[:\-]\s*(.*)$",
     re.IGNORECASE,
@@ -170,6 +182,7 @@ class LessonExtractor:
             [{"role": "user", "content": self.extraction_prompt(challenge, result)}],
             temperature=0.2,
             max_tokens=self.max_tokens,
+            grammar=EXTRACTION_GRAMMAR,
         )
         candidate = parse_lesson(reply.text)
         if candidate is None:

@@ -166,9 +166,40 @@ M003_REFLECTIONS: tuple[str, ...] = (
     )""",
 )
 
+M004_LESSON_MEMORY: tuple[str, ...] = (
+    # Which embedding model wrote `lessons.embedding`: vectors of another model
+    # are re-embedded when the playbook is loaded with a different embedder.
+    "ALTER TABLE lessons ADD COLUMN embedding_model TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE lessons_archive ADD COLUMN embedding_model TEXT NOT NULL DEFAULT ''",
+    # The outcome that followed an exposure; set once, so `record_outcome` is
+    # idempotent per trajectory.
+    """ALTER TABLE lesson_exposures ADD COLUMN outcome TEXT
+        CHECK (outcome IS NULL OR outcome IN ('passed', 'failed'))""",
+    # A value redrawn (random()) by every change to the set of lesson vectors,
+    # so an in-memory vector cache can tell cheaply that another writer changed
+    # it. Random rather than +1: after a rolled-back write, a later write can
+    # never land on the value a cache already saw.
+    """CREATE TABLE lesson_index_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL
+    )""",
+    "INSERT INTO lesson_index_state(id, generation) VALUES (1, 0)",
+    """CREATE TRIGGER lessons_generation_insert AFTER INSERT ON lessons BEGIN
+        UPDATE lesson_index_state SET generation = random() WHERE id = 1;
+    END""",
+    """CREATE TRIGGER lessons_generation_delete AFTER DELETE ON lessons BEGIN
+        UPDATE lesson_index_state SET generation = random() WHERE id = 1;
+    END""",
+    """CREATE TRIGGER lessons_generation_update AFTER UPDATE OF embedding, embedding_model
+            ON lessons BEGIN
+        UPDATE lesson_index_state SET generation = random() WHERE id = 1;
+    END""",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
     ("m003_reflections", M003_REFLECTIONS),
+    ("m004_lesson_memory", M004_LESSON_MEMORY),
 )
 """All migrations this version knows, oldest first."""

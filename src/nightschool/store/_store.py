@@ -185,7 +185,7 @@ class Store:
     # -- trajectories -----------------------------------------------------------
 
     def append_trajectory(self, trajectory: Trajectory) -> Trajectory:
-        """Redact and append one trajectory.
+        """Redact and append one trajectory in its own durable transaction.
 
         Args:
             trajectory: the record; not mutated.
@@ -197,31 +197,50 @@ class Store:
             IncoherentRecordError: the record contradicts itself.
             StoreError: the id already exists, or the database refused the write.
         """
-        problem = trajectory.coherence_problem()
-        if problem:
-            raise IncoherentRecordError(f"trajectory {trajectory.id} refused: {problem}")
-        data = redact(trajectory.model_dump(mode="json"))
-        data["id"] = trajectory.id  # identifiers are never redaction targets
-        stored = Trajectory.model_validate(data)
+        return self.append_trajectories([trajectory])[0]
+
+    def append_trajectories(self, trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+        """Redact and append several trajectories in one transaction (all or none).
+
+        One commit (one fsync under `synchronous=FULL`) for the whole batch: the
+        way to go past the per-commit fsync ceiling (see `bench/bench_store.py`).
+
+        Raises:
+            IncoherentRecordError: a record contradicts itself (nothing is written).
+            StoreError: an id already exists, or the database refused the write.
+        """
+        rows = []
+        stored_records = []
+        for trajectory in trajectories:
+            problem = trajectory.coherence_problem()
+            if problem:
+                raise IncoherentRecordError(f"trajectory {trajectory.id} refused: {problem}")
+            data = redact(trajectory.model_dump(mode="json"))
+            data["id"] = trajectory.id  # identifiers are never redaction targets
+            stored = Trajectory.model_validate(data)
+            stored_records.append(stored)
+            rows.append(
+                (
+                    stored.id,
+                    _epoch(stored.timestamp),
+                    stored.session_id,
+                    stored.task_kind,
+                    stored.cluster,
+                    stored.tier,
+                    stored.outcome.value,
+                    json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+                )
+            )
         try:
             with self.transaction() as conn:
-                conn.execute(
+                conn.executemany(
                     "INSERT INTO trajectories(id, timestamp, session_id, task_kind, cluster, "
                     "tier, outcome, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        stored.id,
-                        _epoch(stored.timestamp),
-                        stored.session_id,
-                        stored.task_kind,
-                        stored.cluster,
-                        stored.tier,
-                        stored.outcome.value,
-                        json.dumps(data, ensure_ascii=False, separators=(",", ":")),
-                    ),
+                    rows,
                 )
         except sqlite3.IntegrityError as exc:
-            raise StoreError(f"trajectory {stored.id} could not be stored: {exc}") from exc
-        return stored
+            raise StoreError(f"trajectories could not be stored: {exc}") from exc
+        return stored_records
 
     def add_correction(self, correction: Correction) -> Correction:
         """Redact and append a correction of an existing trajectory's outcome.

@@ -1,0 +1,492 @@
+"""Playbook retrieval: latency at 1k / 10k / 100k lessons, and recall@5 on a labelled set.
+
+Latency: `SkillMemory.retrieve(query, k=3)` end to end (query embedding, FTS5
+BM25, vector search, fusion, reading the lessons), p50 / p95 over >= 200
+queries per size, after one warm-up call (the first call loads the vector
+index; its time is printed separately). Targets: p95 <= 10 ms at 10k and
+<= 25 ms at 100k.
+
+Quality: the 74 labelled lessons of `nightschool.memory._evalset` mixed into
+600 synthetic distractors; each labelled query must find its lesson in the top
+5. Recall@5 for BM25 alone, vectors alone and the hybrid (RRF and score mix),
+with and without the cluster boost; plus the embedding-text ablation and the
+near-duplicate cosine calibration.
+
+Synthetic lessons come from a seeded template generator (7 domains, ~120k
+distinct combinations). Their embeddings are cached under
+`/tmp/nightschool-bench/` (one .npy per embedder and size), so only the first
+run pays for embedding 100k texts; the build time is printed either way.
+
+Usage: `python bench/bench_retrieval.py [--sizes 1000,10000,100000] [--queries 200]
+[--embedder default|hashing] [--skip-quality] [--skip-latency]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nightschool.memory import (
+    DOMAINS,
+    Embedder,
+    HashingEmbedder,
+    MemoryConfig,
+    SkillMemory,
+    default_embedder,
+)
+from nightschool.memory._evalset import LESSONS
+from nightschool.memory._reworded import REWORDED
+from nightschool.memory._rows import embedding_text
+from nightschool.store import Store
+
+CACHE_DIR = Path("/tmp/nightschool-bench")
+TARGET_P95_MS = {10_000: 10.0, 100_000: 25.0}
+GENERATOR_VERSION = 1
+
+# -- synthetic lessons -------------------------------------------------------------------
+
+_SLOT_TEXT = """
+data_analysis
+actions: aggregating, filtering, joining, resampling, normalising, deduplicating, pivoting, ranking, bucketing, sampling, cleaning, summarising
+objects: sensor readings, sales records, survey answers, log metrics, price series, inventory rows, click events, weather data, invoice lines, user profiles, exam scores, shipment records
+contexts: from a CSV export, in a JSON dump, across monthly files, with missing values, with mixed units, from an Excel sheet, in a streaming feed, with duplicate keys, with outliers, by time window
+pitfalls: assuming every row is complete, mixing string and numeric types, loading everything into memory, ignoring time zones, rounding too early, silently dropping malformed rows, trusting the header order
+fixes: validate each row before use, convert types explicitly at the boundary, process the input as a stream, keep full precision until the final output, count and report skipped rows, normalise units before combining, sort the output so it is deterministic
+
+regex_parse
+actions: extracting, validating, tokenising, rewriting, splitting, matching, anonymising, scanning, capturing, normalising, stripping, classifying
+objects: version strings, phone numbers, URLs, configuration keys, HTML attributes, timestamps, file paths, hashtags, currency amounts, IP addresses, markdown headers, error codes
+contexts: in free text, line by line, in multiline documents, from mixed-language input, with optional parts, with nested brackets, case-insensitively, with unicode characters, in very long strings, from user input
+pitfalls: a greedy wildcard, forgetting anchors, an unescaped dot, nested quantifiers, a hand-written split chain, assuming ASCII only, recompiling the pattern in a loop
+fixes: anchor the pattern and use named groups, escape literal characters, precompile the pattern once, use a non-greedy or negated class, test the pattern on edge cases first, fall back to a real parser for nesting, enable the unicode-aware flags
+
+sql
+actions: querying, updating, aggregating, joining, paginating, migrating, indexing, deleting, upserting, ranking, archiving, auditing
+objects: orders, customers, employees, transactions, products, sessions, comments, invoices, subscriptions, tickets, warehouses, payments
+contexts: in SQLite, with NULL columns, across two tables, with a date range, inside a transaction, with a composite key, on a large table, with user-supplied filters, grouped by month, with window functions
+pitfalls: string-formatted statements, a missing index, comparing with = NULL, filtering joined rows in WHERE, one commit per row, OFFSET paging on big tables, implicit integer division
+fixes: bind parameters instead of formatting, add an index on the filtered column, use IS NULL for missing values, move join conditions into ON, batch writes in one transaction, page with a keyset on the last id, cast to REAL before dividing
+
+concurrency
+actions: sharing, updating, polling, scheduling, cancelling, throttling, batching, retrying, draining, locking, streaming, joining
+objects: task queues, result caches, worker threads, subprocess pools, async HTTP calls, progress counters, log writers, database connections, file handles, timers, socket servers, background jobs
+contexts: under heavy load, with asyncio, with threading, with multiprocessing, during shutdown, with timeouts, across processes, with shared state, with many producers, when a worker crashes
+pitfalls: unsynchronised shared state, blocking calls on the event loop, locks taken in different orders, ignoring worker exceptions, unbounded queues, daemon threads dropping work, busy waiting
+fixes: guard shared state with a lock, offload blocking work to a thread, acquire locks in one global order, collect each future's result, bound the queue and apply backpressure, join workers before exit, wait on an event or condition
+
+algo
+actions: searching, sorting, merging, traversing, counting, partitioning, scheduling, compressing, matching, caching, sampling, ordering
+objects: intervals, graphs, trees, linked lists, matrices, strings, priority queues, sliding windows, prefix sums, permutations, dependency lists, coordinate pairs
+contexts: with duplicates, in place, with negative numbers, at large scale, with ties, with an empty input, with cycles, within a time limit, with off-by-one bounds, with deep recursion
+pitfalls: a quadratic nested loop, unbounded recursion, mutating while iterating, an off-by-one bound, ignoring the empty case, recomputing subproblems, an unstable comparison
+fixes: use a hash map for lookups, switch to an explicit stack, iterate over a copy, write the loop invariant down, handle the empty input first, memoise subproblems, sort with a tuple key
+
+bash
+actions: renaming, archiving, searching, looping over, parsing, copying, scheduling, cleaning, monitoring, compressing, comparing, filtering
+objects: log files, directories, CSV lines, environment variables, process lists, backup folders, git branches, download links, image files, config files, temporary files, user accounts
+contexts: in a cron job, with spaces in names, recursively, over SSH, with GNU and BSD tools, in a pipeline, with set -e, in a Docker container, as root, with thousands of files
+pitfalls: unquoted variables, parsing ls output, ignoring exit codes, relying on the interactive PATH, word splitting in for loops, unquoted heredoc delimiters, lexicographic number comparison
+fixes: quote every expansion, use find with -print0, enable set -euo pipefail, use absolute paths, read lines with IFS= read -r, quote the heredoc delimiter, compare numbers with -lt or (( ))
+
+python_general
+actions: loading, serialising, validating, packaging, logging, testing, configuring, profiling, refactoring, importing, formatting, closing
+objects: JSON payloads, dataclasses, command-line arguments, text files, dictionaries, generators, context managers, datetime values, environment settings, HTTP responses, module imports, exceptions
+contexts: on Windows, in a library, in a long-running service, under Python 3.11, with type hints, in unit tests, with optional fields, in a CLI tool, with large inputs, with non-UTF-8 text
+pitfalls: a mutable default argument, a bare except, identity comparison with is, late-bound loop variables, the platform default encoding, leaking open file handles, catching and ignoring errors
+fixes: default to None and build inside, catch the specific exception, compare values with ==, bind loop values as defaults, pass encoding explicitly, use a with block, log and re-raise unexpected errors
+"""
+_FIELDS = ("actions", "objects", "contexts", "pitfalls", "fixes")
+
+
+def _slots() -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for block in _SLOT_TEXT.strip().split("\n\n"):
+        domain, *lines = block.splitlines()
+        out[domain] = {
+            k: [w.strip() for w in v.split(",")] for k, _, v in (ln.partition(":") for ln in lines)
+        }
+        assert set(out[domain]) == set(_FIELDS), domain
+    return out
+
+
+_SLOTS = _slots()
+
+
+_TAILS = (
+    "then verify the {o} {c}",
+    "and add a test for {o} {c}",
+    "so the {o} stay correct {c}",
+    "before {a} more {o}",
+    "and document why for the next reader",
+    "and log what was skipped",
+)
+
+
+def synthetic_lessons(n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` distinct synthetic lessons as `export()`-style records (deterministic).
+
+    Each domain has 12 actions x 12 objects x 10 contexts x 7 pitfalls x 7 fixes
+    (70,560 combinations); lessons are drawn without replacement, domains interleaved.
+    """
+    rng = random.Random(seed)
+    per_domain = -(-n // len(DOMAINS))
+    combos: list[tuple[str, int]] = []
+    for domain in DOMAINS:
+        sizes = [len(_SLOTS[domain][f]) for f in _FIELDS]
+        space = int(np.prod(sizes))
+        combos.extend((domain, pick) for pick in rng.sample(range(space), min(space, per_domain)))
+    rng.shuffle(combos)
+    out: list[dict[str, Any]] = []
+    for domain, pick in combos[:n]:
+        slot = _SLOTS[domain]
+        chosen = {}
+        for field in _FIELDS:
+            pick, chosen[field] = divmod(pick, len(slot[field]))
+        act, obj, ctx, pit, fix = (slot[f][chosen[f]] for f in _FIELDS)
+        tail = _TAILS[(chosen["actions"] + chosen["contexts"]) % len(_TAILS)]
+        second = DOMAINS[(chosen["actions"] * 7 + chosen["objects"]) % len(DOMAINS)]
+        out.append(
+            {
+                "trigger": f"When {act} {obj} {ctx}",
+                "anti_pattern": f"{pit} while {act} the {obj}",
+                "correct_pattern": f"{fix}, {tail.format(a=act, o=obj, c=ctx)}",
+                "domains": list(dict.fromkeys([domain, second]))[: 1 + chosen["objects"] % 2],
+                "source": "selfplay",
+                "confidence": 0.5,
+                "source_trajectory_id": f"synthetic-{seed}-{len(out)}",
+            }
+        )
+    return out
+
+
+def labelled_records() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"L-label-{item.key}",
+            "trigger": item.trigger,
+            "anti_pattern": item.anti_pattern,
+            "correct_pattern": item.correct_pattern,
+            "domains": list(item.domains),
+            "source": "manual",
+        }
+        for item in LESSONS
+    ]
+
+
+# -- cached embeddings -----------------------------------------------------------------------
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an on-disk cache keyed by text hash (bench only)."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner, self.path = inner, path
+        self.name, self.dim = inner.name, inner.dim
+        self.duplicate_threshold = getattr(inner, "duplicate_threshold", None)
+        self._rows: dict[str, np.ndarray] = {}
+        self.misses = 0
+        if path.exists():
+            data = np.load(path)
+            self._rows = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self._rows]
+        if missing:
+            self.misses += len(missing)
+            vectors = self.inner.embed([texts[i] for i in missing])
+            for i, v in zip(missing, vectors, strict=True):
+                self._rows[keys[i]] = v
+        return np.stack([self._rows[k] for k in keys]).astype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def save(self) -> None:
+        if not self.misses:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._rows), dtype="U40")
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vectors=np.stack(list(self._rows.values())))
+        tmp.replace(self.path)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1000.0, q))
+
+
+def build(path: Path, embedder: Embedder, records: list[dict[str, Any]]) -> float:
+    start = time.perf_counter()
+    with Store.open(path, synchronous="NORMAL") as store:
+        SkillMemory(store, embedder).restore(records, batch_size=512)
+    return time.perf_counter() - start
+
+
+def ranks_of(memory: SkillMemory, *, k: int, cluster: bool) -> dict[str, list[int | None]]:
+    """Rank (1..k) of the right lesson for every labelled query, None when not in the top k.
+
+    Keyed by query kind: `paraphrase` (Q) and `keyword` (K). A lesson that
+    neither retriever returned scores 0 (or only the cluster boost); it can fill
+    a top-k slot by id order, which must not count as found.
+    """
+    boost = memory.config.cluster_boost
+    out: dict[str, list[int | None]] = {"paraphrase": [], "keyword": []}
+    for item in LESSONS:
+        domain = item.domains[0] if cluster else None
+        for kind, queries in (("paraphrase", item.queries), ("keyword", item.keyword_queries)):
+            for query in queries:
+                found = None
+                for r in memory.retrieve(query, k=k, cluster=domain):
+                    floor = boost if domain in r.lesson.domains else 0.0
+                    if r.lesson.id == f"L-label-{item.key}" and r.score > floor + 1e-9:
+                        found = r.rank
+                out[kind].append(found)
+    return out
+
+
+def recall(ranks: Sequence[int | None], k: int) -> float:
+    return sum(1 for r in ranks if r is not None and r <= k) / len(ranks)
+
+
+# -- quality ---------------------------------------------------------------------------------
+
+
+QUALITY_VARIANTS = [
+    ("BM25 only", MemoryConfig(vector_weight=0.0)),
+    ("vectors only", MemoryConfig(vector_weight=1.0)),
+    ("RRF k=60, equal weights", MemoryConfig(fusion="rrf", vector_weight=0.5)),
+    ("RRF k=60, vector weight 0.85", MemoryConfig(fusion="rrf", vector_weight=0.85)),
+    ("RRF k=10, vector weight 0.85", MemoryConfig(fusion="rrf", rrf_k=10, vector_weight=0.85)),
+    ("mix, equal weights", MemoryConfig(vector_weight=0.5)),
+    ("mix, vector weight 0.7", MemoryConfig(vector_weight=0.7)),
+    ("mix, vector weight 0.9 (default)", MemoryConfig()),
+]
+
+
+def quality(
+    embedder: Embedder, bulk: CachedEmbedder, distractors: list[dict[str, Any]], workdir: Path
+) -> None:
+    records = labelled_records() + distractors
+    path = workdir / "quality.db"
+    secs = build(path, bulk, records)
+    print(
+        f"\n## Quality: {len(LESSONS)} labelled lessons + {len(distractors)} distractors; "
+        f"{len(LESSONS)} paraphrase + {len(LESSONS)} keyword queries (built in {secs:.1f} s)\n"
+    )
+    print(
+        "| ranking | paraphrase R@1 | paraphrase R@5 | keyword R@1 | keyword R@5 | all R@1 "
+        "| **all R@5** | all R@5, cluster boost |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    with Store.open(path) as store:
+        for label, config in QUALITY_VARIANTS:
+            memory = SkillMemory(store, embedder, config)
+            plain = ranks_of(memory, k=5, cluster=False)
+            boosted = ranks_of(memory, k=5, cluster=True)
+            both = plain["paraphrase"] + plain["keyword"]
+            cells = [
+                recall(plain["paraphrase"], 1),
+                recall(plain["paraphrase"], 5),
+                recall(plain["keyword"], 1),
+                recall(plain["keyword"], 5),
+                recall(both, 1),
+                recall(both, 5),
+                recall(boosted["paraphrase"] + boosted["keyword"], 5),
+            ]
+            print(f"| {label} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    ablation(bulk, distractors)
+    calibration(bulk, distractors)
+    bulk.save()
+
+
+def ablation(embedder: Embedder, distractors: list[dict[str, Any]]) -> None:
+    """Vector-only recall@1 / @5 for choices of the text that represents a lesson."""
+    docs = labelled_records() + distractors
+    queries = [(i, q) for i, item in enumerate(LESSONS) for q in item.queries]
+    qv = embedder.embed([q for _, q in queries])
+    print("\n| lesson text embedded | vector recall@1 | vector recall@5 |\n|---|---|---|")
+    variants: list[tuple[str, Any]] = [
+        ("trigger", lambda d: d["trigger"]),
+        ("trigger + correct pattern", lambda d: f"{d['trigger']} {d['correct_pattern']}"),
+        ("trigger + anti-pattern", lambda d: f"{d['trigger']} {d['anti_pattern']}"),
+        (
+            "trigger + anti + correct, joined",
+            lambda d: " ".join((d["trigger"], d["anti_pattern"], d["correct_pattern"])),
+        ),
+        (
+            "`T. Mistake: A. Fix: C` (used)",
+            lambda d: embedding_text(d["trigger"], d["anti_pattern"], d["correct_pattern"]),
+        ),
+    ]
+    for label, make in variants:
+        ranks = np.argsort(-(qv @ embedder.embed([make(d) for d in docs]).T), axis=1)
+        at1 = np.mean([gold == row[0] for (gold, _), row in zip(queries, ranks, strict=True)])
+        at5 = np.mean([gold in row[:5] for (gold, _), row in zip(queries, ranks, strict=True)])
+        print(f"| {label} | {at1:.3f} | {at5:.3f} |")
+
+
+def _texts(items: Sequence[Any]) -> list[str]:
+    def get(x: Any, k: str) -> str:
+        return str(x[k] if isinstance(x, dict) else getattr(x, k))
+
+    return [
+        embedding_text(get(x, "trigger"), get(x, "anti_pattern"), get(x, "correct_pattern"))
+        for x in items
+    ]
+
+
+def calibration(embedder: Embedder, distractors: list[dict[str, Any]]) -> None:
+    """Cosine of reworded duplicates vs distinct lessons: where the threshold must sit.
+
+    Distinct pairs: each hand-written lesson against its nearest other
+    hand-written lesson, and each synthetic lesson against its nearest other
+    synthetic one (templated, so much closer to each other than real lessons).
+    """
+    base = {item.key: item for item in LESSONS}
+    dup = np.sum(
+        embedder.embed(_texts([base[r.key] for r in REWORDED])) * embedder.embed(_texts(REWORDED)),
+        axis=1,
+    )
+    print(f"\nNear-duplicate calibration ({embedder.name}):")
+    nearest: dict[str, np.ndarray] = {}
+    print(
+        f"- reworded duplicates ({len(dup)}): cosine min {dup.min():.3f}, "
+        f"median {np.median(dup):.3f}, max {dup.max():.3f}"
+    )
+    for label, items in (("hand-written", LESSONS), ("synthetic", distractors)):
+        mat = embedder.embed(_texts(items))
+        sims = mat @ mat.T
+        np.fill_diagonal(sims, -1.0)
+        near = sims.max(axis=1)
+        print(
+            f"- {label} lessons ({len(items)}), nearest distinct lesson: cosine median "
+            f"{np.median(near):.3f}, p95 {np.percentile(near, 95):.3f}, max {near.max():.3f}"
+        )
+        nearest[label] = near
+    print(f"- threshold in use: {getattr(embedder, 'duplicate_threshold', None)}")
+    for t in (0.8, 0.85, 0.88, 0.9, 0.92, 0.95):
+        print(
+            f"  - at {t}: merges {np.mean(dup >= t):.0%} of reworded duplicates; "
+            f"{np.mean(nearest['hand-written'] >= t):.0%} of hand-written and "
+            f"{np.mean(nearest['synthetic'] >= t):.1%} of synthetic lessons have a distinct "
+            "lesson at or above it"
+        )
+
+
+# -- latency ---------------------------------------------------------------------------------
+
+
+def latency_queries(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    labelled = [q for item in LESSONS for q in item.queries]
+    extra = [
+        r["trigger"].replace("When ", "how do I ").lower() + "?"
+        for r in synthetic_lessons(n, seed=seed + 1)
+    ]
+    mixed = [*labelled, *extra]
+    rng.shuffle(mixed)
+    return list(itertools.islice(itertools.cycle(mixed), n))
+
+
+def latency(
+    embedder: Embedder,
+    cached: CachedEmbedder,
+    pool: list[dict[str, Any]],
+    sizes: Sequence[int],
+    n_queries: int,
+    workdir: Path,
+) -> None:
+    """Each size: the labelled lessons plus the first `size - 74` synthetic ones."""
+    print("\n## Latency of retrieve(query, k=3), query embedding included\n")
+    queries = latency_queries(n_queries)
+    rows = []
+    for size in sizes:
+        records = labelled_records() + pool[: size - len(LESSONS)]
+        misses = cached.misses
+        path = workdir / f"latency-{size}.db"
+        secs = build(path, cached, records)
+        cached.save()
+        print(
+            f"built {size:,} lessons in {secs:.1f} s ({cached.misses - misses:,} texts "
+            "embedded now, the rest from the cache)",
+            flush=True,
+        )
+        with Store.open(path) as store:
+            memory = SkillMemory(store, embedder)
+            start = time.perf_counter()
+            memory.retrieve("warm up the index", k=3)
+            cold = time.perf_counter() - start
+            embed_times, times = [], []
+            for query in queries:
+                t0 = time.perf_counter()
+                embedder.embed([query])
+                t1 = time.perf_counter()
+                memory.retrieve(query, k=3)
+                t2 = time.perf_counter()
+                embed_times.append(t1 - t0)
+                times.append(t2 - t1)
+            found = ranks_of(memory, k=5, cluster=False)
+            r5 = recall(found["paraphrase"] + found["keyword"], 5)
+        p95 = pct(times, 95)
+        target = TARGET_P95_MS.get(size)
+        verdict = "-" if target is None else ("PASS" if p95 <= target else "FAIL")
+        verdict += "" if target is None else f" (<= {target:g} ms)"
+        rows.append((size, pct(times, 50), p95, pct(embed_times, 50), cold * 1000, r5, verdict))
+    print(
+        "\n| lessons | p50 ms | p95 ms | query embedding p50 ms | first call (index load) ms "
+        "| hybrid recall@5 | p95 target |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for size, p50, p95, emb, cold, r5, verdict in rows:
+        print(
+            f"| {size:,} | {p50:.2f} | {p95:.2f} | {emb:.2f} | {cold:.0f} | {r5:.3f} | {verdict} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=("default", "hashing"), default="default")
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-latency", action="store_true")
+    args = parser.parse_args()
+    # One thread for queries (fastest single-query latency on a busy 2-core box),
+    # two for building playbooks; vectors are cached on disk by text hash.
+    if args.embedder == "default":
+        embedder, inner = default_embedder(threads=1), default_embedder(threads=2)
+    else:
+        embedder = inner = HashingEmbedder()
+    bulk = CachedEmbedder(
+        inner, CACHE_DIR / f"{inner.name.replace('/', '_')}-v{GENERATOR_VERSION}.npz"
+    )
+    start = time.perf_counter()
+    embedder.embed(["load the model"])
+    print(
+        f"embedder: {embedder.name} (dim {embedder.dim}), loaded in "
+        f"{time.perf_counter() - start:.2f} s; {len(bulk)} cached vectors"
+    )
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    pool = synthetic_lessons(max([*sizes, 600 + len(LESSONS)]), seed=1)
+    with tempfile.TemporaryDirectory(prefix="nightschool-bench-") as tmp:
+        if not args.skip_quality:
+            quality(embedder, bulk, pool[:600], Path(tmp))
+        if not args.skip_latency:
+            latency(embedder, bulk, pool, sizes, args.queries, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Records of the skill playbook: `Lesson`, `LearnResult`, `RetrievedLesson`, config."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DOMAINS: tuple[str, ...] = (
+    "data_analysis",
+    "regex_parse",
+    "sql",
+    "concurrency",
+    "algo",
+    "bash",
+    "python_general",
+)
+"""The lesson taxonomy (PRIOR-ART.md); a lesson's domains are a non-empty subset."""
+
+SOURCES: tuple[str, ...] = ("reflection", "selfplay", "user_correction", "manual")
+"""Where a lesson can come from."""
+
+FORMAT_VERSION = 1
+"""Version of the JSON records written by `SkillMemory.export`."""
+
+LearnStatus = Literal["written", "reinforced", "rejected"]
+
+
+class Lesson(BaseModel):
+    """One playbook entry: when it applies, what goes wrong, what to do instead.
+
+    Counters are maintained by `SkillMemory` (`record_exposure`,
+    `record_outcome`, `mark_helpful`, near-duplicate `learn` calls); callers
+    never set them. Text fields are stored redacted.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """`L-` followed by 12 lowercase hex digits."""
+    trigger: str
+    """The situation in which the lesson applies ("When ...")."""
+    anti_pattern: str
+    """What went wrong, or what not to do; may be empty."""
+    correct_pattern: str
+    """What to do instead."""
+    code_example: str = ""
+    """Optional short code snippet."""
+    domains: list[str]
+    """Non-empty subset of `DOMAINS`."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """Belief that the lesson is right and useful, 0..1; reinforcement nudges it up."""
+    verified: bool = False
+    """True once a held-out comparison showed that the lesson helps (`set_verified`)."""
+    source: str
+    """One of `SOURCES`."""
+    source_trajectory_id: str = ""
+    """Trajectory the lesson came from; "" for lessons with no provenance."""
+    challenge_hash: str = ""
+    """Hash of the self-play challenge the lesson came from, if any."""
+    times_shown: int = 0
+    """Times retrieved into a prompt (`record_exposure`)."""
+    times_helpful: int = 0
+    """Times marked helpful (`mark_helpful`)."""
+    times_followed_by_pass: int = 0
+    """Exposed trajectories that then passed (`record_outcome`)."""
+    times_followed_by_failure: int = 0
+    """Exposed trajectories that then failed (`record_outcome`)."""
+    reinforcements: int = 0
+    """Near-duplicate lessons merged into this one by `learn`."""
+    created_at: datetime
+    """When first written (UTC)."""
+    updated_at: datetime
+    """Last change of text, flags, confidence or counters (UTC)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Free-form JSON: `reinforced_by`, `verification`, `archive` (archived copies)."""
+
+
+class LearnResult(BaseModel):
+    """What `SkillMemory.learn` did with a candidate lesson."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: LearnStatus
+    """`written` (new lesson), `reinforced` (merged into a near-duplicate) or `rejected`."""
+    lesson_id: str | None = None
+    """The new or reinforced lesson; None when rejected."""
+    reason: str = ""
+    """Why: the validation failure, or the near-duplicate rule that matched."""
+
+
+class RetrievedLesson(BaseModel):
+    """A lesson returned by `SkillMemory.retrieve`, with its scores."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lesson: Lesson
+    score: float
+    """Fused score (higher is better), cluster boost included; comparable within one call."""
+    bm25_score: float
+    """SQLite FTS5 BM25 relevance, sign flipped so higher is better; 0 if not a BM25 candidate."""
+    vector_score: float
+    """Cosine similarity of query and lesson embeddings, -1..1."""
+    rank: int
+    """1 for the best lesson."""
+
+
+class MemoryConfig(BaseModel):
+    """Tuning of `SkillMemory`. Defaults were measured by `bench/bench_retrieval.py`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    duplicate_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    """Cosine at or above which a new lesson reinforces the closest existing one.
+    None uses the embedder's `duplicate_threshold` attribute, else 0.92."""
+    reinforce_step: float = Field(default=0.2, gt=0.0, le=1.0)
+    """Reinforcement moves confidence this fraction of the way to 1."""
+    fusion: Literal["mix", "rrf"] = "mix"
+    """`mix`: vector_weight * max(cosine, 0) + (1 - vector_weight) * b / (b + bm25_half)
+    for BM25 score b; `rrf`: weighted reciprocal-rank fusion (Cormack et al., 2009).
+    Measured on the labelled set (148 queries into 674 lessons, recall@5): mix 0.845,
+    vectors alone 0.845, RRF k=60 with equal weights 0.730, BM25 alone 0.649; see
+    `bench/bench_retrieval.py`."""
+    vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Weight of the vector side (BM25 gets 1 - this). None uses the embedder's
+    `vector_weight` attribute, else 0.9 (measured best for all-MiniLM-L6-v2; heavier
+    BM25 weights lowered recall on paraphrased requests: 0.5 gave 0.770 recall@5)."""
+    bm25_half: float = Field(default=10.0, gt=0.0)
+    """BM25 score that `mix` maps to 0.5. Typical top scores here: 3-60 (median 5)."""
+    rrf_k: int = Field(default=60, ge=1)
+    """RRF constant k in 1/(k + rank); 60 is the value of the original paper."""
+    candidates: int = Field(default=50, ge=1)
+    """Candidates taken from each retriever before fusion."""
+    cluster_boost: float = Field(default=0.05, ge=0.0)
+    """Added to the fused score (which lies in 0..1) when `cluster` is in the lesson's
+    domains. Kept small because the cluster may be a router's guess: 0.05 lifted
+    recall@5 from 0.845 to 0.872 with the right cluster on the labelled set."""
+    max_lessons: int | None = Field(default=None, ge=1)
+    """Size cap; above it the least useful unverified lessons are archived. None: no cap."""
+    exact_search_max: int = Field(default=25_000, ge=1)
+    """Up to this many lessons, vector search scores every row exactly; above it a
+    sign-bit (Hamming) prefilter shortlists rows that are then scored exactly."""
+    prefilter_shortlist: int = Field(default=2_000, ge=1)
+    """Rows kept by the Hamming prefilter for exact rescoring."""
+    fts_posting_budget: int = Field(default=5_000, ge=1)
+    """Most FTS5 postings (summed document frequencies of the query words) one query
+    may make FTS5 score, at about 1 us each; the most common words are dropped to fit."""
+    fts_prune_min_rows: int = Field(default=0, ge=0)
+    """Below this many lessons every query word is kept (0: the budget always applies)."""

@@ -1,0 +1,205 @@
+"""Playbook records without vectors: feedback counters and reading (base of `SkillMemory`)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from nightschool.errors import UserError
+from nightschool.memory._model import FORMAT_VERSION, Lesson
+from nightschool.memory._rows import SELECT_LESSON, epoch_now, to_lesson
+from nightschool.redact import redact
+from nightschool.store import Store
+
+
+class PlaybookRecords:
+    """Counters and reads over the `lessons` tables; `SkillMemory` adds vectors.
+
+    Args:
+        store: an open `Store`.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.RLock()
+
+    # -- feedback ---------------------------------------------------------------
+
+    def record_exposure(
+        self,
+        lesson_ids: Sequence[str],
+        trajectory_id: str,
+        scores: Sequence[float] | None = None,
+    ) -> int:
+        """Record that these lessons (best first) were shown to `trajectory_id`.
+
+        Adds 1 to each lesson's `times_shown` and one `lesson_exposures` row
+        per lesson (rank from 1). Unknown ids are skipped.
+
+        Args:
+            lesson_ids: lesson ids in rank order.
+            trajectory_id: the episode that saw them.
+            scores: retrieval scores, same length as `lesson_ids`; None stores 0.
+
+        Returns:
+            How many exposures were recorded.
+
+        Raises:
+            ValueError: `scores` has a different length than `lesson_ids`.
+        """
+        if scores is not None and len(scores) != len(lesson_ids):
+            raise ValueError("scores and lesson_ids must have the same length")
+        now = epoch_now()
+        recorded = 0
+        with self._lock, self.store.transaction() as conn:
+            for rank, lesson_id in enumerate(lesson_ids, start=1):
+                changed = conn.execute(
+                    "UPDATE lessons SET times_shown = times_shown + 1, updated_at = ? WHERE id = ?",
+                    (now, lesson_id),
+                ).rowcount
+                if not changed:
+                    continue
+                score = float(scores[rank - 1]) if scores is not None else 0.0
+                conn.execute(
+                    "INSERT INTO lesson_exposures (lesson_id, trajectory_id, timestamp, rank, "
+                    "score) VALUES (?, ?, ?, ?, ?)",
+                    (lesson_id, trajectory_id, now, rank, score),
+                )
+                recorded += 1
+        return recorded
+
+    def record_outcome(self, trajectory_id: str, passed: bool) -> int:
+        """Credit the outcome of `trajectory_id` to the lessons it was shown.
+
+        Each lesson exposed to the trajectory (and not yet credited for it)
+        gets `times_followed_by_pass` or `times_followed_by_failure` + 1, once
+        per trajectory however often it was shown. A second call for the same
+        trajectory changes nothing. An empty id changes nothing.
+
+        Returns:
+            How many lessons were credited.
+        """
+        if not trajectory_id.strip():
+            return 0
+        outcome = "passed" if passed else "failed"
+        column = "times_followed_by_pass" if passed else "times_followed_by_failure"
+        with self._lock, self.store.transaction() as conn:
+            lesson_ids = {
+                row[0]
+                for row in conn.execute(
+                    "UPDATE lesson_exposures SET outcome = ? "
+                    "WHERE trajectory_id = ? AND outcome IS NULL RETURNING lesson_id",
+                    (outcome, trajectory_id),
+                ).fetchall()
+            }
+            now = epoch_now()
+            credited = 0
+            for lesson_id in sorted(lesson_ids):
+                credited += conn.execute(
+                    f"UPDATE lessons SET {column} = {column} + 1, updated_at = ? WHERE id = ?",
+                    (now, lesson_id),
+                ).rowcount
+        return credited
+
+    def mark_helpful(self, lesson_id: str) -> bool:
+        """Add 1 to `times_helpful`; False if no such lesson."""
+        with self._lock, self.store.transaction() as conn:
+            return bool(
+                conn.execute(
+                    "UPDATE lessons SET times_helpful = times_helpful + 1, updated_at = ? "
+                    "WHERE id = ?",
+                    (epoch_now(), lesson_id),
+                ).rowcount
+            )
+
+    def set_verified(self, lesson_id: str, verified: bool, comparison: Mapping[str, Any]) -> bool:
+        """Set the verified flag and store `comparison` in `extra["verification"]`.
+
+        Args:
+            lesson_id: the lesson.
+            verified: the verdict.
+            comparison: JSON-serialisable evidence (e.g. pass rates with and
+                without the lesson); redacted before storing.
+
+        Returns:
+            False if no such lesson.
+
+        Raises:
+            UserError: `comparison` is not JSON-serialisable.
+        """
+        record = {
+            "verified": bool(verified),
+            "at": datetime.now(UTC).isoformat(),
+            "comparison": redact(dict(comparison)),
+        }
+        try:
+            json.dumps(record)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"comparison is not JSON-serialisable: {exc}") from exc
+        with self._lock, self.store.transaction() as conn:
+            row = conn.execute("SELECT extra FROM lessons WHERE id = ?", (lesson_id,)).fetchone()
+            if row is None:
+                return False
+            extra = json.loads(row[0])
+            extra["verification"] = record
+            conn.execute(
+                "UPDATE lessons SET verified = ?, extra = ?, updated_at = ? WHERE id = ?",
+                (int(bool(verified)), json.dumps(extra, sort_keys=True), epoch_now(), lesson_id),
+            )
+        return True
+
+    # -- reading ----------------------------------------------------------------
+
+    def get(self, lesson_id: str) -> Lesson | None:
+        """The lesson with this id, or None."""
+        rows = self.store.query(f"SELECT {SELECT_LESSON} FROM lessons WHERE id = ?", (lesson_id,))
+        return to_lesson(rows[0]) if rows else None
+
+    def list(self, limit: int | None = None, verified: bool | None = None) -> builtins.list[Lesson]:
+        """Lessons, oldest first; optionally only (un)verified ones, at most `limit`."""
+        sql = f"SELECT {SELECT_LESSON} FROM lessons"
+        params: builtins.list[Any] = []
+        if verified is not None:
+            sql += " WHERE verified = ?"
+            params.append(int(verified))
+        sql += " ORDER BY created_at, rowid"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, int(limit)))
+        return [to_lesson(row) for row in self.store.query(sql, params)]
+
+    def count(self) -> int:
+        """Number of lessons in the playbook (archived ones excluded)."""
+        return int(self.store.query("SELECT count(*) FROM lessons")[0][0])
+
+    def archived(self, trajectory_id: str | None = None) -> builtins.list[Lesson]:
+        """Archived lessons (oldest archive first), optionally only those from one trajectory.
+
+        Each has `extra["archive"] = {"archived_at": ISO time, "reason": str}`.
+        """
+        sql = f"SELECT {SELECT_LESSON}, archived_at, archive_reason FROM lessons_archive"
+        params: tuple[Any, ...] = ()
+        if trajectory_id is not None:
+            sql += " WHERE source_trajectory_id = ?"
+            params = (trajectory_id,)
+        out = []
+        for row in self.store.query(sql + " ORDER BY archived_at, rowid", params):
+            lesson = to_lesson(row[:-2])
+            archive = {
+                "archived_at": datetime.fromtimestamp(row[-2], UTC).isoformat(),
+                "reason": row[-1],
+            }
+            out.append(lesson.model_copy(update={"extra": {**lesson.extra, "archive": archive}}))
+        return out
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every lesson as a JSON-ready dict (`format_version: 1`), oldest first.
+
+        Embeddings are not exported (they are derived data); timestamps are ISO 8601.
+        """
+        for lesson in self.list():
+            yield {"format_version": FORMAT_VERSION, **lesson.model_dump(mode="json")}
