@@ -80,10 +80,14 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=3000)
     args = parser.parse_args()
     sample = record(0).model_dump_json()
-    print(f"record size                     {len(sample.encode()) / 1024:.1f} KiB (JSON), redacted on every append")
+    print(
+        f"record size                     {len(sample.encode()) / 1024:.1f} KiB (JSON), redacted on every append"
+    )
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         floor = fsync_floor_ms(Path(tmp))
-        print(f"disk write+fsync (4 KB)         median {floor:.3f} ms → at most {1000 / floor:,.0f} durable commits/s")
+        print(
+            f"disk write+fsync (4 KB)         median {floor:.3f} ms → at most {1000 / floor:,.0f} durable commits/s"
+        )
         results = {}
         for label, sync, batch in (
             ("FULL, 1 append per commit", "FULL", 1),
@@ -96,8 +100,10 @@ def main() -> None:
     single = results["FULL, 1 append per commit"]
     batched = results["FULL, 32 appends per commit"]
     print(f"ratio FULL/NORMAL (1 per commit) {single / results['NORMAL, 1 append per commit']:.2f}")
-    print(f"target ≥ {TARGET_PER_S:,}/s with synchronous=FULL: 1 per commit {'MET' if single >= TARGET_PER_S else 'NOT MET'} "
-          f"({single / TARGET_PER_S:.2f}x), batched {'MET' if batched >= TARGET_PER_S else 'NOT MET'} ({batched / TARGET_PER_S:.2f}x)")
+    print(
+        f"target ≥ {TARGET_PER_S:,}/s with synchronous=FULL: 1 per commit {'MET' if single >= TARGET_PER_S else 'NOT MET'} "
+        f"({single / TARGET_PER_S:.2f}x), batched {'MET' if batched >= TARGET_PER_S else 'NOT MET'} ({batched / TARGET_PER_S:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

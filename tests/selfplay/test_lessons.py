@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import random
 import shutil
 
@@ -11,7 +12,7 @@ from nightschool.llm import ScriptedModel
 from nightschool.memory import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay import DreamLoop, FrontierTracker, Solver
-from nightschool.selfplay.lessons import LessonExtractor, parse_lesson
+from nightschool.selfplay.lessons import EXTRACTION_GRAMMAR, LessonExtractor, parse_lesson
 from nightschool.store import Store
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -41,11 +42,19 @@ def test_shared_run_and_guard() -> None:
     prompt = "Write a Python program solution.py that reads sales.csv and prints totals per region"
     assert shared_run("it reads sales.csv and prints totals per region quickly", [prompt])
     assert shared_run("aggregate values per group with the csv module", [prompt]) is None
-    ok = dict(trigger="aggregate a delimited file by key", anti_pattern="manual split",
-              correct_pattern="use csv.DictReader", domains=["data_analysis"], sources=[prompt])
+    ok = dict(
+        trigger="aggregate a delimited file by key",
+        anti_pattern="manual split",
+        correct_pattern="use csv.DictReader",
+        domains=["data_analysis"],
+        sources=[prompt],
+    )
     assert generalization_problem(**ok) is None  # type: ignore[arg-type]
-    assert "copies the challenge" in str(generalization_problem(  # type: ignore[arg-type]
-        **{**ok, "trigger": "reads sales.csv and prints totals per region"}))
+    assert "copies the challenge" in str(
+        generalization_problem(  # type: ignore[arg-type]
+            **{**ok, "trigger": "reads sales.csv and prints totals per region"}
+        )
+    )
     assert generalization_problem(**{**ok, "domains": []}) == "no domains given"  # type: ignore[arg-type]
     assert "outside the taxonomy" in str(generalization_problem(**{**ok, "domains": ["web"]}))  # type: ignore[arg-type]
 
@@ -62,8 +71,11 @@ def test_extractor_keeps_only_lessons_that_help(store: Store) -> None:
     challenge = render(templates("data_analysis")[0].name, "basic", 4)
     memory = SkillMemory(store, embedder=HashingEmbedder())
     # original cycle: wrong, wrong, wrong → failed
-    solver = Solver(ScriptedModel([f"```python\n{challenge.wrong_solution}\n```"] * 3),
-                    Sandbox(), playbook=memory)
+    solver = Solver(
+        ScriptedModel([f"```python\n{challenge.wrong_solution}\n```"] * 3),
+        Sandbox(),
+        playbook=memory,
+    )
     original = solver.solve(challenge)
     assert not original.passed
     # extraction call, then the verification re-run passes on its first attempt
@@ -77,6 +89,7 @@ def test_extractor_keeps_only_lessons_that_help(store: Store) -> None:
     assert lesson.source_trajectory_id == original.trajectory.id
     assert lesson.extra["verification"]["with_lesson"] == {"passed": True, "attempts": 1}
     assert "### SKILL PLAYBOOK" in model.calls[1].messages[0]["content"]
+    assert model.calls[0].grammar == EXTRACTION_GRAMMAR  # constrains the embedded model
 
 
 @needs_bwrap
@@ -96,9 +109,13 @@ def test_extractor_rejects_lesson_that_does_not_help(store: Store) -> None:
 @needs_bwrap
 def test_dream_shows_lessons_and_updates_counters(store: Store) -> None:
     memory = SkillMemory(store, embedder=HashingEmbedder())
-    learned = memory.learn(trigger="sum values per key from a csv file with the csv module",
-                           anti_pattern="manual split", correct_pattern="use csv.DictReader",
-                           domains=["data_analysis"], source="manual")
+    learned = memory.learn(
+        trigger="sum values per key from a csv file with the csv module",
+        anti_pattern="manual split",
+        correct_pattern="use csv.DictReader",
+        domains=["data_analysis"],
+        source="manual",
+    )
     assert learned.status == "written"
     solver = Solver(ScriptedModel(["```python\nprint(1)\n```"] * 3), Sandbox(), playbook=memory)
     loop = DreamLoop(store, solver, FrontierTracker(store), rng=random.Random(0))
@@ -106,6 +123,34 @@ def test_dream_shows_lessons_and_updates_counters(store: Store) -> None:
     assert cycle.lessons_shown == (learned.lesson_id,)
     [traj] = store.iter_trajectories()
     assert traj.extra["lessons_shown"] == [learned.lesson_id]
-    assert "### SKILL PLAYBOOK" in traj.system_prompt and str(learned.lesson_id) in traj.system_prompt
+    assert (
+        "### SKILL PLAYBOOK" in traj.system_prompt and str(learned.lesson_id) in traj.system_prompt
+    )
     lesson = memory.get(str(learned.lesson_id))
     assert lesson is not None and lesson.times_shown == 1 and lesson.times_followed_by_failure == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not importable"
+)
+def test_extraction_grammar_makes_the_embedded_model_parseable() -> None:
+    from nightschool.llm import EmbeddedModel
+
+    with EmbeddedModel() as model:
+        reply = model.complete(
+            [{"role": "user", "content": "You failed a CSV task. Write one lesson."}],
+            max_tokens=300,
+            grammar=EXTRACTION_GRAMMAR,
+        )
+    lesson = parse_lesson(reply.text)
+    assert lesson is not None, reply.text
+    assert lesson.domains and set(lesson.domains) <= {
+        "algo",
+        "bash",
+        "concurrency",
+        "data_analysis",
+        "python_general",
+        "regex_parse",
+        "sql",
+    }

@@ -198,6 +198,13 @@ def status() -> None:
                 f"{counts['failed']}, unknown {counts['unknown']}) · corrections "
                 f"{counts['corrections']} · frontier runs {counts['frontier_runs']}"
             )
+            [(lessons, verified)] = store.query(
+                "SELECT COUNT(*), COALESCE(SUM(verified), 0) FROM lessons"
+            )
+            [(archived,)] = store.query("SELECT COUNT(DISTINCT id) FROM lessons_archive")
+            console.print(
+                f"playbook {lessons} lessons ({verified} verified) · {archived} retracted"
+            )
             table = Table(title="frontier")
             columns = ("cluster", "runs", "passes", "first-try", "brittleness", "state", "tier")
             for column in columns:

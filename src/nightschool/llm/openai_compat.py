@@ -149,6 +149,8 @@ class OpenAICompatibleModel:
             temperature: sampling temperature.
             max_tokens: completion cap in tokens; always sent.
             seed: sampling seed, sent only when not None.
+            grammar: ignored: OpenAI-compatible servers do not share one grammar
+                field, so the reply is parsed leniently instead.
 
         Returns:
             The reply; `content: null` becomes `text=""`, missing `usage` counts

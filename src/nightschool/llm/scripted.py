@@ -30,12 +30,14 @@ class ScriptedCall:
         temperature: sampling temperature requested.
         max_tokens: completion cap requested, tokens (here: words).
         seed: seed requested, or None.
+        grammar: GBNF grammar requested, or None (recorded, not enforced).
     """
 
     messages: tuple[Message, ...]
     temperature: float
     max_tokens: int
     seed: int | None
+    grammar: str | None = None
 
 
 class ScriptedModel:
@@ -107,6 +109,7 @@ class ScriptedModel:
                     temperature=temperature,
                     max_tokens=max_tokens,
                     seed=seed,
+                    grammar=grammar,
                 )
             )
             if callable(self._replies):

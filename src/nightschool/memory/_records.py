@@ -15,6 +15,9 @@ from nightschool.memory._rows import SELECT_LESSON, epoch_now, to_lesson
 from nightschool.redact import redact
 from nightschool.store import Store
 
+EXPORT_PAGE = 1000
+"""Lessons read per query by `export`."""
+
 
 class PlaybookRecords:
     """Counters and reads over the `lessons` tables; `SkillMemory` adds vectors.
@@ -200,6 +203,18 @@ class PlaybookRecords:
         """Every lesson as a JSON-ready dict (`format_version: 1`), oldest first.
 
         Embeddings are not exported (they are derived data); timestamps are ISO 8601.
+        Reads in pages of `EXPORT_PAGE` rows, so memory stays flat for big playbooks.
         """
-        for lesson in self.list():
-            yield {"format_version": FORMAT_VERSION, **lesson.model_dump(mode="json")}
+        after: tuple[float, int] = (float("-inf"), -1)
+        while True:
+            rows = self.store.query(
+                f"SELECT created_at, rowid, {SELECT_LESSON} FROM lessons "
+                "WHERE (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ?",
+                (*after, EXPORT_PAGE),
+            )
+            for row in rows:
+                lesson = to_lesson(row[2:])
+                yield {"format_version": FORMAT_VERSION, **lesson.model_dump(mode="json")}
+            if len(rows) < EXPORT_PAGE:
+                return
+            after = (rows[-1][0], rows[-1][1])

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nightschool.errors import UserError
+from nightschool.memory._default import default_embedder
 from nightschool.memory._embed import Embedder
 from nightschool.memory._index import VectorIndex
 from nightschool.memory._lexical import LexicalIndex
@@ -77,8 +78,6 @@ class SkillMemory(PlaybookRecords):
         config: MemoryConfig | None = None,
     ) -> None:
         if embedder is None:
-            from nightschool.memory._default import default_embedder
-
             embedder = default_embedder()
         super().__init__(store)
         self.embedder = embedder
@@ -276,9 +275,11 @@ class SkillMemory(PlaybookRecords):
 
         Hybrid ranking: the top `config.candidates` lessons by FTS5 BM25 (the
         query sanitised into an OR of quoted tokens, so no user text is FTS
-        syntax) and by embedding cosine are fused (`config.fusion`: reciprocal
-        rank fusion by default) into a score in 0..1, plus `config.cluster_boost`
-        when `cluster` is one of the lesson's domains. Ties break by lesson id.
+        syntax; the most common words dropped to fit `config.fts_posting_budget`)
+        and by embedding cosine are fused (`config.fusion`: a weighted mix of
+        cosine and saturated BM25 by default) into a score in 0..1, plus
+        `config.cluster_boost` when `cluster` is one of the lesson's domains.
+        Ties break by lesson id, so equal inputs give equal outputs.
 
         Args:
             query: the request text (any string; may be empty).
@@ -312,6 +313,7 @@ class SkillMemory(PlaybookRecords):
             scored.sort(key=lambda item: (-item[0], item[1]))
             top = scored[:k]
             lessons = self._lessons_by_rowid([rowid for _, _, rowid in top])
+        kept = [(score, rowid) for score, _, rowid in top if rowid in lessons]
         return [
             RetrievedLesson(
                 lesson=lessons[rowid],
@@ -320,8 +322,7 @@ class SkillMemory(PlaybookRecords):
                 vector_score=cosine.get(rowid, 0.0),
                 rank=rank,
             )
-            for rank, (score, _, rowid) in enumerate(top, start=1)
-            if rowid in lessons
+            for rank, (score, rowid) in enumerate(kept, start=1)
         ]
 
     def _fuse(
@@ -497,7 +498,9 @@ class SkillMemory(PlaybookRecords):
     def _sync_index(self) -> None:
         """Reload the vector index if the stored vectors changed behind our back."""
         with self._lock:
-            current = self._read_generation(self.store.connection)
+            current = int(
+                self.store.query("SELECT generation FROM lesson_index_state WHERE id = 1")[0][0]
+            )
             if current == self._generation:
                 return
             self._reembed_foreign_vectors()

@@ -46,8 +46,8 @@ head ::= "TRIGGER: " line "\nANTI-PATTERN: " line "\nCORRECT PATTERN: " line
 tail ::= "\nDOMAINS: " domain domains? "\nCONFIDENCE: 0." [0-9] "\n"
 domains ::= ", " domain
 line ::= [A-Za-z] [^\n]{10,240}
-domain ::= "algo" | "bash" | "concurrency" | "data_analysis" | "python_general"
-    | "regex_parse" | "sql"
+domain ::= "algo" | "bash" | "concurrency" | "data_analysis" | domain2
+domain2 ::= "python_general" | "regex_parse" | "sql"
 """
 """GBNF for the extraction reply, enforced where the backend supports grammars
 (the embedded model; a 135M model does not follow the format otherwise)."""
