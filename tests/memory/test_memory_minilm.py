@@ -71,7 +71,7 @@ def test_paraphrased_requests_find_their_lessons(store: Store, minilm: Embedder)
     for item in LESSONS:
         got = memory.retrieve(item.queries[0], k=5)
         found.append(item.key in [r.lesson.source_trajectory_id for r in got])
-    # Measured 0.74 recall@5 with 600 extra distractors (bench/bench_retrieval.py).
+    # 0.68 with 600 synthetic distractors added (bench/bench_retrieval.py).
     assert np.mean(found) >= 0.7
     top = memory.retrieve("my script runs out of RAM on a 20 GB input", k=1)
     assert top[0].lesson.source_trajectory_id == "da-big-file"  # no shared content word

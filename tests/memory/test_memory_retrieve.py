@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -194,11 +195,98 @@ def test_posting_budget_drops_common_words(store: Store) -> None:
         domains=["algo"],
         source="manual",
     )
-    words = memory._lexical._within_budget(["widget", "gizmo", "handling"], memory.count())
-    assert words == ["gizmo"]
+    hits = memory._lexical.search("widget gizmo handling", 10, memory.count())
+    gizmo = memory.store.query("SELECT rowid FROM lessons WHERE trigger LIKE '%gizmo%'")
+    assert list(hits) == [gizmo[0][0]]  # only the rare word fits the budget
     assert memory.retrieve("widget gizmo", k=1)[0].lesson.trigger == "When handling a rare gizmo"
 
 
 def test_query_embedding_is_unit_norm(memory: SkillMemory) -> None:
     vec = memory.embedder.embed(["When sorting by two keys"])[0]
     assert np.linalg.norm(vec) == pytest.approx(1.0, abs=1e-5)
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_repeated_query_is_embedded_once(store: Store) -> None:
+    embedder = CountingEmbedder()
+    memory = SkillMemory(store, embedder)
+    memory.learn(
+        trigger="When quoting shell variables",
+        anti_pattern="",
+        correct_pattern='use "$var"',
+        domains=["bash"],
+        source="manual",
+    )
+    first = memory.retrieve("quoting variables in bash", k=1)
+    before = len(embedder.calls)
+    again = memory.retrieve("quoting variables in bash", k=1)
+    assert len(embedder.calls) == before
+    assert first == again
+    memory.close()
+    assert memory.retrieve("quoting variables in bash", k=1) == first  # worker restarts
+
+
+def test_retrieve_inside_a_transaction_sees_uncommitted_lessons(memory: SkillMemory) -> None:
+    with memory.store.transaction():
+        memory.learn(
+            trigger="When quoting shell variables",
+            anti_pattern="",
+            correct_pattern='use "$var"',
+            domains=["bash"],
+            source="manual",
+        )
+        got = memory.retrieve("quoting shell variables", k=1)
+        assert len(got) == 1 and got[0].bm25_score > 0
+
+
+def test_no_deadlock_between_transactions_and_retrieval(memory: SkillMemory) -> None:
+    memory.learn(
+        trigger="When quoting shell variables",
+        anti_pattern="",
+        correct_pattern='use "$var"',
+        domains=["bash"],
+        source="manual",
+    )
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            for _ in range(40):
+                memory.retrieve("quoting shell variables", k=2)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def writer() -> None:
+        try:
+            for i in range(20):
+                with memory.store.transaction():
+                    memory.learn(
+                        trigger=f"When painting fence number {i} blue",
+                        anti_pattern="",
+                        correct_pattern=f"use brush size {i}",
+                        domains=["algo"],
+                        source="manual",
+                        source_trajectory_id=f"t-{i}",
+                    )
+                    memory.retrieve("painting fences", k=1)
+                    memory.retract_from_trajectory(f"t-{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "deadlock"
+    assert errors == []
+    assert memory.count() == 1

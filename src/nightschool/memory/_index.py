@@ -5,8 +5,10 @@ core: OpenBLAS GEMV spreads over threads and was measured 5-8x slower than
 einsum on a busy 2-core machine). Above `exact_max` rows a sign-bit prefilter
 (Charikar, 2002, "Similarity estimation techniques from rounding algorithms":
 the Hamming distance of sign bits estimates the angle) shortlists rows, which
-are then scored exactly; measured cost at 100k x 384: about 1.5 ms instead of
-about 11 ms, with the top-50 overlap reported by `bench/bench_retrieval.py`.
+are then scored exactly. Measured at 100k x 384 (all-MiniLM-L6-v2 vectors):
+vector search 1.7 ms p50 instead of about 11 ms for the exact product, and the
+labelled set's recall@5 was identical to exact search (0.676 either way, also
+with a 4x larger shortlist).
 """
 
 from __future__ import annotations
@@ -120,12 +122,12 @@ class VectorIndex:
         if self._n == 0 or n <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if self._n <= self.exact_max:
-            rows = np.arange(self._n)
             sims = np.einsum("ij,j->i", self._mat[: self._n], query)
+            keys = self._keys[: self._n]
         else:
             rows = self._prefilter(query)
             sims = np.einsum("ij,j->i", self._mat[rows], query)
-        keys = self._keys[rows]
+            keys = self._keys[rows]
         if len(sims) > n:
             kth = np.partition(sims, len(sims) - n)[len(sims) - n]
             keep = np.flatnonzero(sims >= kth)

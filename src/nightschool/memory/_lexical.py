@@ -14,13 +14,19 @@ uses exactly the index's porter stems.
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from nightschool.memory._text import MAX_QUERY_TOKENS, content_tokens
-from nightschool.store import Store
+from nightschool.store import BUSY_TIMEOUT_MS, Store
 
 BM25_WEIGHTS = (4.0, 1.0, 2.0, 0.5)
 """FTS5 `bm25()` column weights: trigger, anti_pattern, correct_pattern, domains.
-The trigger says when a lesson applies, which is what a request resembles most."""
+The trigger says when a lesson applies, which is what a request resembles most.
+Measured on the labelled set: BM25-only recall@1 0.568 (equal weights 0.547),
+recall@5 the same (0.649); other weightings moved hybrid recall@5 by at most 0.015."""
 
 _BM25_SQL = (
     "SELECT rowid, -bm25(lessons_fts, {w}) FROM lessons_fts WHERE lessons_fts MATCH ? "
@@ -40,8 +46,16 @@ _SETUP = (
 )
 
 
+Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+"""Runs one SQL statement and returns all rows (`Store.query` or a reader connection's)."""
+
+
 class LexicalIndex:
     """Budgeted BM25 search over `lessons_fts`.
+
+    `search` runs on the store's connection, or on a separate read-only
+    connection (`open_reader`) so that it can run on a worker thread without
+    taking the store's lock. Not thread-safe: one search at a time.
 
     Args:
         store: the store holding `lessons_fts`.
@@ -53,35 +67,60 @@ class LexicalIndex:
         self.store = store
         self.posting_budget = posting_budget
         self.prune_min_rows = prune_min_rows
-        self._ready = False
+        self._ready: set[int] = set()
         self._df: dict[str, int] = {}
         self._df_rows = -1
         self._stem_cache: dict[str, tuple[str, ...]] = {}
+        self._reader: sqlite3.Connection | None = None
 
-    def search(self, text: str, n: int, total_rows: int) -> dict[int, float]:
+    def open_reader(self) -> Query | None:
+        """A read-only connection's `Query` for a file database (None for `:memory:`)."""
+        if self._reader is None:
+            if str(self.store.path) == ":memory:":
+                return None
+            uri = Path(self.store.path).resolve().as_uri() + "?mode=ro"
+            try:
+                self._reader = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                )
+            except sqlite3.Error:
+                return None
+        reader = self._reader
+        return lambda sql, params: reader.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        """Close the read-only connection, if open."""
+        if self._reader is not None:
+            self._reader.close()
+            self._ready.discard(id(self._reader))
+            self._reader = None
+
+    def search(
+        self, text: str, n: int, total_rows: int, query: Query | None = None
+    ) -> dict[int, float]:
         """Top `n` rowids by BM25 (higher is better), best first; {} if nothing matches.
 
         Args:
             text: the raw query; sanitised into an OR of quoted tokens.
             n: how many candidates.
             total_rows: current number of lessons (decides pruning and refresh).
+            query: where to run SQL; None means the store's connection.
         """
+        run = query or self.store.query
         words = content_tokens(text)[:MAX_QUERY_TOKENS]
         if total_rows >= self.prune_min_rows and words:
-            words = self._within_budget(words, total_rows)
+            self._setup(run, 0 if query is None else id(self._reader))
+            words = self._within_budget(words, total_rows, run)
         if not words:
             return {}
         match = " OR ".join(f'"{word}"' for word in words)
-        return {int(r): float(s) for r, s in self.store.query(_BM25_SQL, (match, n))}
+        return {int(r): float(s) for r, s in run(_BM25_SQL, (match, n))}
 
-    def _within_budget(self, words: list[str], total_rows: int) -> list[str]:
-        self._setup()
+    def _within_budget(self, words: list[str], total_rows: int, run: Query) -> list[str]:
         if abs(total_rows - self._df_rows) > 0.1 * max(self._df_rows, 1):
-            self._df = dict(
-                self.store.query("SELECT term, doc FROM temp.nightschool_lessons_vocab")
-            )
+            self._df = dict(run("SELECT term, doc FROM temp.nightschool_lessons_vocab", ()))
             self._df_rows = total_rows
-        stems = self._stems(words)
+        stems = self._stems(words, run)
         freq = [max((self._df.get(term, 0) for term in stems[word]), default=0) for word in words]
         kept, spent = [], 0
         for index in sorted(range(len(words)), key=lambda i: (freq[i], i)):
@@ -91,26 +130,27 @@ class LexicalIndex:
             spent += freq[index]
         return [words[i] for i in sorted(kept)]
 
-    def _stems(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+    def _stems(self, words: list[str], run: Query) -> dict[str, tuple[str, ...]]:
         """The index terms of each word, as the FTS5 porter tokenizer stems it (cached)."""
         missing = [word for word in words if word not in self._stem_cache]
         if missing:
             if len(self._stem_cache) > STEM_CACHE_SIZE:
                 self._stem_cache.clear()
-            self.store.query("DELETE FROM temp.nightschool_query_tokens")
-            self.store.query(
+            run("DELETE FROM temp.nightschool_query_tokens", ())
+            run(
                 "INSERT INTO temp.nightschool_query_tokens(rowid, t) "
                 "SELECT key + 1, value FROM json_each(?)",
                 (json.dumps(missing),),
             )
             found: dict[str, list[str]] = {word: [] for word in missing}
-            for doc, term in self.store.query("SELECT doc, term FROM temp.nightschool_query_terms"):
+            for doc, term in run("SELECT doc, term FROM temp.nightschool_query_terms", ()):
                 found[missing[int(doc) - 1]].append(str(term))
             self._stem_cache.update((word, tuple(terms)) for word, terms in found.items())
         return {word: self._stem_cache[word] for word in words}
 
-    def _setup(self) -> None:
-        if not self._ready:
+    def _setup(self, run: Query, key: int) -> None:
+        """Create the temp tables once per connection (`key`: 0 for the store's)."""
+        if key not in self._ready:
             for statement in _SETUP:
-                self.store.query(statement)
-            self._ready = True
+                run(statement, ())
+            self._ready.add(key)

@@ -68,10 +68,10 @@ class MiniLMEmbedder:
     session is then reused. Texts are truncated to `max_tokens` WordPiece
     tokens and batched by length to limit padding.
 
-    Measured on a 2-core machine: one query 4-5 ms with 1 thread; bulk
-    embedding of short lessons (~25 words) about 140 texts/s with 1 thread.
-    Several onnxruntime threads help bulk embedding on an idle machine but were
-    measured 2-4x slower for single queries when the cores are busy.
+    Measured on a 2-core machine: one query 4.8-5.5 ms with 1 thread (3.3 ms
+    with 2 threads when the machine is idle, 2-4x slower than 1 thread when the
+    other core is busy); bulk embedding of lesson texts (~30 words) 75 texts/s
+    with 1 thread against 54 with 2 while one other process ran.
 
     Args:
         threads: onnxruntime intra-op threads.
@@ -87,10 +87,14 @@ class MiniLMEmbedder:
     duplicate_threshold = 0.9
     """Cosine at or above which two lessons are near-duplicates.
 
-    Measured with `bench/bench_retrieval.py`: reworded restatements of a lesson
-    score 0.73-0.97 (median 0.88); the nearest distinct hand-written lesson
-    scores at most 0.74, so 0.9 merges only close restatements and never
-    merges two different hand-written lessons of the labelled set."""
+    Measured with `bench/bench_retrieval.py` on `embedding_text` vectors: 20
+    reworded restatements of a lesson score 0.60-0.94 (median 0.84); the nearest
+    distinct hand-written lesson scores at most 0.67; templated synthetic lessons
+    that differ in one detail reach 0.86 at p95. At 0.9, 15% of the rewordings
+    merge, no hand-written and 2% of synthetic lessons would be merged with a
+    different one. Merging loses a lesson, keeping a duplicate only costs prompt
+    space, so the threshold errs high; exact restatements are caught by the
+    same-trigger rule of `SkillMemory.learn` anyway."""
 
     vector_weight = 0.9
     """Fusion weight of its vectors (see `MemoryConfig.fusion` for the measurement)."""

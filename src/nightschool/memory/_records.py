@@ -15,6 +15,17 @@ from nightschool.memory._rows import SELECT_LESSON, epoch_now, to_lesson
 from nightschool.redact import redact
 from nightschool.store import Store
 
+
+def _store_lock(store: Store) -> threading.RLock:
+    """The store's own re-entrant lock (`Store.lock`), shared by the playbook.
+
+    With one lock for both, a caller that holds a store transaction and calls
+    the playbook, while another thread does the reverse, cannot deadlock (two
+    locks taken in opposite orders would).
+    """
+    return store.lock
+
+
 EXPORT_PAGE = 1000
 """Lessons read per query by `export`."""
 
@@ -28,7 +39,7 @@ class PlaybookRecords:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._lock = threading.RLock()
+        self._lock = _store_lock(store)
 
     # -- feedback ---------------------------------------------------------------
 

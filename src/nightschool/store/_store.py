@@ -60,7 +60,7 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._conn = connection
         self.path = path
-        self._lock = threading.RLock()
+        self._lock: threading.RLock = threading.RLock()
         self._depth = 0
 
     @classmethod
@@ -114,6 +114,16 @@ class Store:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The re-entrant lock guarding the connection.
+
+        Components that keep their own state beside the database (the playbook's
+        vector index) take this same lock, so a thread holding a transaction and
+        another reading can never deadlock on two locks taken in opposite orders.
+        """
+        return self._lock
 
     @property
     def connection(self) -> sqlite3.Connection:
