@@ -45,7 +45,7 @@ root ::= head tail
 head ::= "TRIGGER: " line "\nANTI-PATTERN: " line "\nCORRECT PATTERN: " line
 tail ::= "\nDOMAINS: " domain domains? "\nCONFIDENCE: 0." [0-9] "\n"
 domains ::= ", " domain
-line ::= [A-Za-z] [^\n]{10,240}
+line ::= [A-Za-z] [^\n]{10,160}
 domain ::= "algo" | "bash" | "concurrency" | "data_analysis" | domain2
 domain2 ::= "python_general" | "regex_parse" | "sql"
 """
@@ -133,11 +133,13 @@ class LessonExtractor:
         model: the model that writes the lesson (usually the solver's).
         memory: the playbook lessons are written to.
         solver: re-runs the challenge with the candidate lesson shown.
-        max_tokens: completion cap for the extraction call, tokens.
+        max_tokens: completion cap for the extraction call, tokens; with three
+            160-character lines it leaves room for SmolLM2's token-hungry output
+            (a 300 cap truncated a grammar-constrained reply before its last field).
     """
 
     def __init__(
-        self, model: ChatModel, memory: SkillMemory, solver: Solver, *, max_tokens: int = 300
+        self, model: ChatModel, memory: SkillMemory, solver: Solver, *, max_tokens: int = 450
     ) -> None:
         self.model = model
         self.memory = memory
