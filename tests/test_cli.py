@@ -127,9 +127,20 @@ def test_dream_against_http_server_then_status_and_export(tmp_path: Path, openai
 def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path, openai_stub) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "h"
     with openai_stub(lambda _messages: WRONG, delay_s=0.4) as base_url:
-        env = {**os.environ, "NIGHTSCHOOL_HOME": str(home)}
+        env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "PYTHONFAULTHANDLER": "1"}
         proc = subprocess.Popen(
-            [str(SCRIPT), "dream", "--cycles", "50", "--base-url", base_url, "--model", "stub"],
+            # --no-lessons: this test is about the store's consistency under Ctrl-C.
+            [
+                str(SCRIPT),
+                "dream",
+                "--cycles",
+                "50",
+                "--no-lessons",
+                "--base-url",
+                base_url,
+                "--model",
+                "stub",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -145,7 +156,12 @@ def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path, openai_stub) ->
                 continue
         time.sleep(0.7)  # inside the next cycle
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # dump every thread's stack, then fail
+            proc.send_signal(signal.SIGABRT)
+            _, stderr = proc.communicate(timeout=30)
+            pytest.fail(f"dream did not exit within 60 s of SIGINT:\n{stderr[-6000:]}")
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert db_rows(home, "PRAGMA integrity_check") == [("ok",)]

@@ -91,9 +91,10 @@ def dream(
             chat_model = make_model(settings)
             check_model(chat_model)
         store = open_store(settings)
+        playbook = None
         try:
             tracker = FrontierTracker(store)
-            playbook = extractor = None
+            extractor = None
             solver = Solver(
                 chat_model,
                 sandbox,
@@ -175,6 +176,8 @@ def dream(
                     f"{playbook.count() if playbook else 0}"
                 )
         finally:
+            if playbook is not None:
+                playbook.close()
             store.close()
 
 

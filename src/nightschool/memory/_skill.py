@@ -504,10 +504,14 @@ class SkillMemory(PlaybookRecords):
         return self._executor
 
     def close(self) -> None:
-        """Stop the worker thread and close its read-only connection (optional)."""
+        """Stop the worker thread and close its read-only connection (optional).
+
+        Does not wait for a query still running on the worker (an interrupted
+        `retrieve` may leave one): exit must never hang on it.
+        """
         with self._lock:
             if self._executor is not None:
-                self._executor.shutdown(wait=True)
+                self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = None
             self._lexical.close()
 
