@@ -320,7 +320,8 @@ class Sandbox:
         limit = self.config.timeout_s if timeout_s is None else timeout_s
         cap = self.config.max_output_bytes
         drop_privileges = self._as_root and not self.config.unsandboxed
-        cmd = self._command(workdir, argv, self._environment(workdir, env))
+        environment = self._environment(workdir, env)
+        cmd = self._command(workdir, argv, environment)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.perf_counter()
             try:
@@ -330,7 +331,7 @@ class Sandbox:
                     stdout=out,
                     stderr=err,
                     cwd=workdir,
-                    env=self._environment(workdir, env) if self.config.unsandboxed else {},
+                    env=environment if self.config.unsandboxed else {},
                     start_new_session=True,
                     preexec_fn=self._limits,
                     user=NOBODY_UID if drop_privileges else None,

@@ -144,6 +144,7 @@ class DreamLoop:
                 }
             }
         )
+        shown = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
         with self.store.transaction():
             stored = self.store.append_trajectory(trajectory)
             if result.infrastructure_error is None:
@@ -158,7 +159,6 @@ class DreamLoop:
                     tool_errors=result.tool_errors,
                     trajectory_id=stored.id,
                 )
-                shown = [str(i) for i in stored.extra.get("lessons_shown", [])]
                 if shown and self.solver.playbook is not None:
                     self.solver.playbook.record_exposure(
                         shown, stored.id, stored.extra.get("lesson_scores")
@@ -179,7 +179,7 @@ class DreamLoop:
             trajectory_id=stored.id,
             duration_s=time.perf_counter() - started,
             infrastructure_error=stored.infrastructure_error,
-            lessons_shown=tuple(str(i) for i in stored.extra.get("lessons_shown", [])),
+            lessons_shown=tuple(shown),
             lesson=lesson,
         )
         if result.infrastructure_error is not None and not isinstance(

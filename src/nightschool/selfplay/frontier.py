@@ -209,9 +209,10 @@ class FrontierTracker:
 
     def runs(self, cluster: str) -> list[FrontierRun]:
         """All runs of `cluster`, oldest first."""
-        rows = self._store.query(
-            f"SELECT {_COLUMNS} FROM frontier_runs WHERE cluster = ? ORDER BY id", (cluster,)
-        )
+        return self._select("WHERE cluster = ? ORDER BY id", (cluster,))
+
+    def _select(self, clause: str, params: tuple[object, ...]) -> list[FrontierRun]:
+        rows = self._store.query(f"SELECT {_COLUMNS} FROM frontier_runs {clause}", params)
         return [
             FrontierRun(
                 cluster=r[0],
@@ -262,7 +263,7 @@ class FrontierTracker:
         if not 1 <= attempts <= MAX_ATTEMPTS:
             raise ValueError(f"attempts must be in 1..{MAX_ATTEMPTS}, got {attempts}")
         with self._store.transaction() as conn:
-            previous = self.runs(cluster)[-1:]
+            previous = self._select("WHERE cluster = ? ORDER BY id DESC LIMIT 1", (cluster,))
             duplicate = (
                 conn.execute(
                     "SELECT 1 FROM frontier_runs WHERE challenge_hash = ? LIMIT 1",
