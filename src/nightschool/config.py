@@ -36,8 +36,15 @@ class Settings(BaseSettings):
         default=None,
         description="OpenAI-compatible server root, e.g. http://127.0.0.1:8080/v1.",
     )
+    model_api_key: str | None = Field(
+        default=None,
+        description="Bearer token for the model server, if it needs one "
+        "(NIGHTSCHOOL_MODEL_API_KEY).",
+    )
     api_key: str | None = Field(
-        default=None, description="Bearer token for the model server, if it needs one."
+        default=None,
+        description="Bearer token clients must send to `nightschool serve` (NIGHTSCHOOL_API_KEY); "
+        "without one the server only listens on loopback.",
     )
     request_timeout_s: float = Field(
         default=120.0, description="Per-request timeout for the model server, seconds."

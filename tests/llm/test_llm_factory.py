@@ -24,7 +24,7 @@ def test_base_url_selects_the_server_model() -> None:
     settings = Settings(
         model="qwen2.5-coder",
         base_url="http://127.0.0.1:8080/v1/",
-        api_key="sk-1",
+        model_api_key="sk-1",
         request_timeout_s=30.0,
     )
     model = make_model(settings)

@@ -41,9 +41,9 @@ BaseUrlOpt = Annotated[
 ApiKeyOpt = Annotated[
     str | None,
     typer.Option(
-        "--api-key",
-        help="Bearer token for the server (or NIGHTSCHOOL_API_KEY).",
-        envvar="NIGHTSCHOOL_API_KEY",
+        "--model-api-key",
+        help="Bearer token for the model server (or NIGHTSCHOOL_MODEL_API_KEY).",
+        envvar="NIGHTSCHOOL_MODEL_API_KEY",
         show_default=False,
     ),
 ]

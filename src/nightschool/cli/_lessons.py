@@ -32,7 +32,7 @@ def reflect(
     ] = 10,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
+    model_api_key: ApiKeyOpt = None,
 ) -> None:
     """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
     with errors_to_exit_codes():
@@ -41,7 +41,7 @@ def reflect(
         from nightschool.memory import SkillMemory
         from nightschool.reflection import Reflector
 
-        settings = settings_from(model=model, base_url=base_url, api_key=api_key)
+        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
         store = open_store(settings, must_exist=True)
         try:
             with err.status("checking the model and loading the playbook ..."):

@@ -62,7 +62,7 @@ def dream(
     ] = True,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
+    model_api_key: ApiKeyOpt = None,
     unsandboxed: Annotated[
         bool,
         typer.Option(
@@ -82,7 +82,7 @@ def dream(
             summarize,
         )
 
-        settings = settings_from(model=model, base_url=base_url, api_key=api_key)
+        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
         if unsandboxed:
             err.print("[bold yellow]warning:[/] running generated code WITHOUT a sandbox")
         sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))

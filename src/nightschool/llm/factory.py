@@ -27,7 +27,7 @@ def make_model(settings: Settings) -> ChatModel:
 
     Selection:
         - `base_url` set: `OpenAICompatibleModel` sending `settings.model` as the
-          model name, with `settings.api_key` and `settings.request_timeout_s`.
+          model name, with `settings.model_api_key` and `settings.request_timeout_s`.
         - `base_url` unset and `model == "embedded"` (the default): `EmbeddedModel`.
         - `base_url` unset and any other model name: `UserError`.
 
@@ -48,7 +48,7 @@ def make_model(settings: Settings) -> ChatModel:
     try:
         config = OpenAICompatibleConfig(
             base_url=settings.base_url,
-            api_key=settings.api_key,
+            api_key=settings.model_api_key,
             model=settings.model,
             timeout_s=settings.request_timeout_s,
         )
