@@ -13,7 +13,8 @@ mean exactly 0 (and a symmetric distribution).
 
 Columns:
   gate      nightschool.evolution.promotion_gate's decision rule, run through the
-            same vectorised kernels (`_stats`), one-sided alpha = 0.05, floor 6.
+            same vectorised kernels (`_stats`), one-sided alpha = 0.05, floor 6
+            (continuous n >= 20: bootstrap-t AND Student-t lower bounds > 0).
   boot-t    the studentized bootstrap alone at every n (shows why n < 20 uses the
             exact sign test instead).
   pct>      plain paired percentile bootstrap, 95% two-sided CI, promote when its
@@ -40,6 +41,7 @@ from nightschool.evolution._stats import (
     bootstrap_t_bounds,
     resample_moments,
     sign_test_pvalues,
+    student_t_bounds,
 )
 
 ALPHA = 0.05
@@ -89,7 +91,7 @@ def decide(
     elif n < EXACT_BELOW:
         gate = (p_sign <= ALPHA) & ~const
     else:
-        gate = boot_t & ~const
+        gate = boot_t & (student_t_bounds(d, ALPHA)[0] > 0) & ~const
     out["gate"] = gate & floor
     out["boot-t"] = boot_t & ~const & floor
     out["pct>"] = pct_gt & floor

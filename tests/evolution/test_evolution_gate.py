@@ -10,6 +10,7 @@ from nightschool.evolution import (
     Verdict,
     promotion_gate,
 )
+from nightschool.evolution._stats import student_t_bounds, student_t_quantile
 
 
 def _continuous(
@@ -53,7 +54,7 @@ def test_obvious_win_promotes_on_every_path() -> None:
     small = promotion_gate(_continuous(10, 0.3, seed=3))
     large = promotion_gate(_continuous(60, 0.3, seed=3))
     assert small.promote and small.test == "sign-exact"
-    assert large.promote and large.test == "bootstrap-t"
+    assert large.promote and large.test == "bootstrap-t+student-t"
     assert large.ci_low > 0
     assert large.lift == pytest.approx(0.3, abs=0.05)
 
@@ -182,3 +183,23 @@ def test_binary_all_concordant_refused_but_all_wins_tested_exactly() -> None:
     wins = promotion_gate([PairedResult(f"t{i}", 0, 1) for i in range(10)])
     assert wins.test == "mcnemar-exact" and wins.promote
     assert wins.p_value == pytest.approx(2**-10)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),
+    # Reference values: Student-t tables (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
+    [(0.95, 19, 1.729133), (0.95, 39, 1.684875), (0.95, 99, 1.660391), (0.975, 19, 2.093024)],
+)
+def test_student_t_quantile_matches_tables(p: float, df: int, expected: float) -> None:
+    assert student_t_quantile(p, df) == pytest.approx(expected, abs=1e-5)
+    assert student_t_quantile(1 - p, df) == pytest.approx(-expected, abs=1e-5)
+
+
+def test_continuous_bound_is_no_narrower_than_student_t() -> None:
+    rng = np.random.default_rng(3)
+    deltas = rng.normal(0.05, 0.2, 60)
+    pairs = [PairedResult(f"t{i}", 0.5, 0.5 + float(d)) for i, d in enumerate(deltas)]
+    verdict = promotion_gate(pairs, GateConfig(seed=1))
+    t_low, t_high = student_t_bounds(deltas[None, :], 0.05)
+    assert verdict.ci_low <= float(t_low[0]) + 1e-12
+    assert verdict.ci_high >= float(t_high[0]) - 1e-12

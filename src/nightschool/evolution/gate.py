@@ -22,7 +22,11 @@ in superiority mode, `-tolerance` in non-inferiority mode):
   the median delta. Its level is guaranteed for any n; it tests the median,
   which equals the mean for symmetric (exchangeable-pair) deltas.
 * continuous, n >= `exact_below`: seeded paired studentized bootstrap
-  (bootstrap-t, Efron & Tibshirani 1993 sec. 12.5) lower bound > margin.
+  (bootstrap-t, Efron & Tibshirani 1993 sec. 12.5) lower bound > margin AND
+  the Student-t lower bound > margin. An intersection of two level-alpha
+  rejection regions is level alpha when either test is valid: the bootstrap
+  covers skewed deltas, the t bound covers the bootstrap's small-n liberalness
+  (alone it measured 5.02% at n = 40 on one seed of the null simulation).
   The plain percentile bootstrap is anti-conservative at small n (a gate
   built on it measured 88.5% false promotions at n = 6, 14.6% at n = 40);
   `bench/bench_gate.py` checks this gate's calibration.
@@ -49,6 +53,7 @@ from nightschool.evolution._stats import (
     median_bounds,
     resample_moments,
     sign_test_pvalues,
+    student_t_bounds,
 )
 
 __all__ = ["GateConfig", "PairedResult", "Verdict", "promotion_gate"]
@@ -106,7 +111,7 @@ class Verdict:
         reason: one sentence saying why.
         n: paired tasks considered.
         test: which test decided (`floor`, `zero-width`, `mcnemar-exact`,
-            `sign-exact`, `bootstrap-t`, `betting-eprocess`).
+            `sign-exact`, `bootstrap-t+student-t`, `betting-eprocess`).
         lift: mean(candidate_score - incumbent_score).
         ci_low: lower bound on the lift (one-sided level alpha; nan if none).
         ci_high: upper bound on the lift (one-sided level alpha; nan if none).
@@ -181,9 +186,17 @@ def _score_bound(
         p = float(sign_test_pvalues(deltas[None, :], margin)[0])
         low, high = median_bounds(np.sort(deltas), alpha)
         return _Bound("sign-exact", low, high, p)
+    return _mean_bound(deltas, config, rng)
+
+
+def _mean_bound(deltas: FloatArray, config: GateConfig, rng: np.random.Generator) -> _Bound:
+    """Bootstrap-t and Student-t bounds intersected: the wider of the two on each side."""
     means, sds = resample_moments(deltas[None, :], config.n_resamples, rng)
-    lows, highs = bootstrap_t_bounds(deltas[None, :], means, sds, alpha)
-    return _Bound("bootstrap-t", float(lows[0]), float(highs[0]), None)
+    boot_low, boot_high = bootstrap_t_bounds(deltas[None, :], means, sds, config.alpha)
+    t_low, t_high = student_t_bounds(deltas[None, :], config.alpha)
+    low = min(float(boot_low[0]), float(t_low[0]))
+    high = max(float(boot_high[0]), float(t_high[0]))
+    return _Bound("bootstrap-t+student-t", low, high, None)
 
 
 def _score_passes(bound: _Bound, lift: float, margin: float, alpha: float) -> bool:
@@ -204,9 +217,7 @@ def _cost_bound(savings: FloatArray, config: GateConfig, rng: np.random.Generato
         p = float(sign_test_pvalues(savings[None, :], 0.0)[0])
         low, high = median_bounds(np.sort(savings), config.alpha)
         return _Bound("sign-exact", low, high, p)
-    means, sds = resample_moments(savings[None, :], config.n_resamples, rng)
-    lows, highs = bootstrap_t_bounds(savings[None, :], means, sds, config.alpha)
-    return _Bound("bootstrap-t", float(lows[0]), float(highs[0]), None)
+    return _mean_bound(savings, config, rng)
 
 
 def _cost_passes(bound: _Bound, alpha: float) -> bool:
