@@ -1,0 +1,64 @@
+"""The chat agent: sandboxed tools, the agent turn, the verifier and `ChatPipeline`.
+
+`ChatPipeline.handle(messages, session_id=...)` answers one chat turn with a
+tool-using agent in a per-session sandboxed workspace, shows it playbook
+lessons, checks the turn (outcome heuristics, verifier), records a redacted
+trajectory, and learns in real time when the user corrects the previous answer.
+Importing this package loads no model and starts no thread.
+"""
+
+from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
+from nightschool.agent.loop import (
+    SYSTEM_PROMPT,
+    ParsedToolCall,
+    TurnRun,
+    build_system_prompt,
+    conversation_window,
+    parse_tool_call,
+    run_steps,
+)
+from nightschool.agent.pipeline import (
+    CORRECTION_CACHE_SIZE,
+    ChatPipeline,
+    reply_fingerprint,
+    session_dir_name,
+)
+from nightschool.agent.tools import TOOL_SPECS, PathRefusedError, SessionWorkspace, ToolOutcome
+from nightschool.agent.verifier import (
+    REFUTE_CONFIDENCE,
+    VERIFIER_GRAMMAR,
+    VERIFIER_RUBRIC,
+    Verifier,
+    VerifierVerdict,
+    build_verifier_prompt,
+    parse_verdict,
+)
+
+__all__ = [
+    "CORRECTION_CACHE_SIZE",
+    "REFUTE_CONFIDENCE",
+    "SYSTEM_PROMPT",
+    "TOOL_SPECS",
+    "VERIFIER_GRAMMAR",
+    "VERIFIER_RUBRIC",
+    "AgentConfig",
+    "BackgroundResult",
+    "ChatPipeline",
+    "CorrectionEvent",
+    "ParsedToolCall",
+    "PathRefusedError",
+    "SessionWorkspace",
+    "ToolOutcome",
+    "TurnResult",
+    "TurnRun",
+    "Verifier",
+    "VerifierVerdict",
+    "build_system_prompt",
+    "build_verifier_prompt",
+    "conversation_window",
+    "parse_tool_call",
+    "parse_verdict",
+    "reply_fingerprint",
+    "run_steps",
+    "session_dir_name",
+]

@@ -1,0 +1,119 @@
+"""Configuration and result types of the chat-turn pipeline (the shared contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nightschool.errors import UserError
+from nightschool.trajectory import ToolCall, Trajectory
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Settings of one `ChatPipeline`.
+
+    Attributes:
+        max_steps: model calls per turn (tool rounds plus the answer), >= 1.
+        max_tokens: completion cap per model call, tokens.
+        temperature: sampling temperature of the agent's calls.
+        playbook_k: lessons retrieved per request (0: none).
+        verify: run the verifier after a turn that ran tools.
+        tool_timeout_s: wall-clock limit of one sandboxed tool run, seconds.
+        reflect_on_correction: schedule `reflect_one` when the user corrects a turn.
+        max_tool_output_chars: characters of one tool result shown to the model
+            and recorded (head and tail kept).
+        history_chars: characters of earlier conversation sent to the model
+            (newest kept). With the tool rounds this keeps a turn inside the
+            embedded model's 4k-token context.
+        verifier_max_tokens: completion cap of the verifier call, tokens.
+    """
+
+    max_steps: int = 6
+    max_tokens: int = 512
+    temperature: float = 0.2
+    playbook_k: int = 3
+    verify: bool = True
+    tool_timeout_s: float = 20.0
+    reflect_on_correction: bool = True
+    max_tool_output_chars: int = 2000
+    history_chars: int = 6000
+    verifier_max_tokens: int = 120
+
+    def __post_init__(self) -> None:
+        checks = {
+            "max_steps": self.max_steps >= 1,
+            "max_tokens": self.max_tokens >= 1,
+            "temperature": self.temperature >= 0,
+            "playbook_k": self.playbook_k >= 0,
+            "tool_timeout_s": self.tool_timeout_s > 0,
+            "max_tool_output_chars": self.max_tool_output_chars >= 100,
+            "history_chars": self.history_chars >= 100,
+            "verifier_max_tokens": self.verifier_max_tokens >= 16,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise UserError(f"invalid agent setting(s): {', '.join(bad)}")
+
+
+@dataclass(frozen=True)
+class CorrectionEvent:
+    """The user's new message corrected the previous turn.
+
+    Attributes:
+        trajectory_id: the earlier turn, now marked failed.
+        jaccard: content-token overlap of the two user messages, 0..1.
+        signals: classifier signals, e.g. `("phrase:no", "rephrase")`.
+        lessons_retracted: lessons with that turn's provenance that were removed.
+        reflection_scheduled: `reflect_one` was queued in the background.
+    """
+
+    trajectory_id: str
+    jaccard: float
+    signals: tuple[str, ...]
+    lessons_retracted: int
+    reflection_scheduled: bool
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One handled chat turn.
+
+    Attributes:
+        reply: the assistant text for the user (not redacted).
+        trajectory: the turn as stored (redacted), `task_kind` as requested.
+        lessons_shown: ids of the lessons shown under `### SKILL PLAYBOOK`.
+        tool_calls: the turn's tool calls as stored.
+        correction: set when this request corrected the previous turn.
+        tokens_in, tokens_out: all model calls of the turn, verifier included.
+        timings: seconds per phase: `correction_check`, `retrieval`, `model`,
+            `tools`, `verifier`, `record`, and `total`.
+    """
+
+    reply: str
+    trajectory: Trajectory
+    lessons_shown: tuple[str, ...]
+    tool_calls: tuple[ToolCall, ...]
+    correction: CorrectionEvent | None
+    tokens_in: int
+    tokens_out: int
+    timings: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class BackgroundResult:
+    """One finished real-time reflection.
+
+    Attributes:
+        trajectory_id: the corrected turn that was reflected on.
+        status: `ok` (a lesson was written or reinforced), `no lesson` (the
+            reflection was skipped, unparseable, timed out, or its lesson was
+            rejected) or `failed` (an exception, or cancelled at close).
+        detail: the diagnosis preview, the reason, or the exception type and message.
+        lesson_id: the lesson written or reinforced, when `ok`.
+    """
+
+    trajectory_id: str
+    status: str
+    detail: str
+    lesson_id: str | None

@@ -1,0 +1,458 @@
+"""`ChatPipeline`: one chat turn from request to recorded trajectory, learning in real time.
+
+Order of one `handle` call (seed 002, "real-time loop closure"):
+
+1. Correction check: the previous assistant reply's fingerprint (md5 of its
+   first 500 characters, whitespace collapsed, lower-cased) is looked up in a
+   bounded LRU (`CORRECTION_CACHE_SIZE`) filled after each recorded turn. When
+   the new message is a correction (`classify_correction`), a `Correction`
+   (failed, source `user_correction`, authority `human`) is stored, lessons
+   from that turn are retracted, the cache entry is dropped (one promotion per
+   turn) and `reflect_one` is queued on a background worker — the reply does
+   not wait for it.
+2. Playbook retrieval → `### SKILL PLAYBOOK` in the system prompt.
+3. The agent loop with sandboxed tools in the session's workspace.
+4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
+   ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
+5. Record: the redacted trajectory, lesson exposures and outcome credit in one
+   transaction; the reply's fingerprint goes into the cache.
+
+A model or sandbox fault mid-turn records the turn as an infrastructure error
+(outcome `unknown`, `extra["infrastructure_error"]`) and re-raises.
+Thread-safe: any number of threads may call `handle` at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import re
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nightschool.agent._background import BackgroundReflections
+from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
+from nightschool.agent.loop import (
+    TurnRun,
+    build_system_prompt,
+    conversation_window,
+    run_steps,
+)
+from nightschool.agent.tools import SessionWorkspace, usable_workspace_root
+from nightschool.agent.verifier import Verifier, VerifierVerdict
+from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
+from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
+from nightschool.llm import ChatModel, Message
+from nightschool.memory import RetrievedLesson, SkillMemory, format_playbook
+from nightschool.reflection import Reflector
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
+
+logger = logging.getLogger("nightschool.agent")
+
+CORRECTION_CACHE_SIZE = 32
+"""Reply fingerprints remembered for the correction check (seed 002: enough for
+several concurrent conversations without unbounded growth)."""
+
+FINGERPRINT_CHARS = 500
+"""Characters of the (whitespace-collapsed, lower-cased) reply that are fingerprinted."""
+
+_ROLES = ("system", "user", "assistant")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def reply_fingerprint(content: str) -> str:
+    """md5 hex of `content`: whitespace collapsed, lower-cased, first `FINGERPRINT_CHARS` chars."""
+    normal = " ".join(content.split()).lower()[:FINGERPRINT_CHARS]
+    return hashlib.md5(normal.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def session_dir_name(session_id: str) -> str:
+    """A safe directory name for a session id (sanitised; hashed suffix when changed)."""
+    safe = _UNSAFE.sub("_", session_id).strip("_")[:48]
+    if safe == session_id and safe:
+        return safe
+    digest = hashlib.md5(session_id.encode("utf-8"), usedforsecurity=False).hexdigest()[:10]
+    return f"{safe or 'session'}-{digest}"
+
+
+def _validate(messages: Sequence[Message]) -> None:
+    if not messages:
+        raise UserError("messages is empty; the last message must be the user's request")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            raise UserError(f"message {index} needs a role of system, user or assistant")
+        if not isinstance(message.get("content"), str):
+            raise UserError(f"message {index} needs text content")
+    if messages[-1]["role"] != "user":
+        raise UserError("the last message must be the user's request (role user)")
+
+
+def _previous_exchange(messages: Sequence[Message]) -> tuple[str, str | None] | None:
+    """(previous assistant content, the user message before it) or None."""
+    for index in range(len(messages) - 2, -1, -1):
+        if messages[index]["role"] == "assistant":
+            for earlier in range(index - 1, -1, -1):
+                if messages[earlier]["role"] == "user":
+                    return messages[index]["content"], messages[earlier]["content"]
+            return messages[index]["content"], None
+    return None
+
+
+class ChatPipeline:
+    """Handles chat turns: correction check, playbook, agent loop, checks, recording.
+
+    Args:
+        model: the agent's model (also the verifier's).
+        store: the database; writes are serialised by it.
+        sandbox: runs `run_python` / `run_shell`.
+        memory: the playbook; None runs without retrieval and retraction.
+        reflector: runs real-time reflections after a correction; None skips them.
+        workspace_root: session workspaces are `workspace_root / <sanitised session id>`.
+            When run as root and the sandbox user cannot reach it (a 0o700 parent),
+            a private temp dir is used instead, with a warning (`workspace_root`
+            attribute holds the one in use).
+        config: settings; None means `AgentConfig()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        store: Store,
+        sandbox: Sandbox,
+        memory: SkillMemory | None,
+        reflector: Reflector | None,
+        workspace_root: Path,
+        config: AgentConfig | None = None,
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.sandbox = sandbox
+        self.memory = memory
+        self.reflector = reflector
+        try:
+            self.workspace_root = usable_workspace_root(workspace_root, sandbox)
+        except OSError as exc:
+            raise SandboxFaultError(
+                f"cannot create the workspace root {workspace_root}: {exc}"
+            ) from exc
+        self._temporary_root = self.workspace_root != workspace_root
+        self.config = config or AgentConfig()
+        self.verifier = Verifier(model, max_tokens=self.config.verifier_max_tokens)
+        self._cache: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._background = BackgroundReflections(reflector) if reflector is not None else None
+
+    # -- public API -------------------------------------------------------------
+
+    def handle(
+        self, messages: Sequence[Message], *, session_id: str, task_kind: str = "chat"
+    ) -> TurnResult:
+        """Answer the last (user) message of `messages` and record the turn.
+
+        Args:
+            messages: the whole OpenAI-style conversation, oldest first; the
+                last one is the user's new request. Not mutated.
+            session_id: the conversation's id (workspace and correction scope).
+            task_kind: recorded on the trajectory (`chat`, `eval`, ...).
+
+        Returns:
+            The `TurnResult`.
+
+        Raises:
+            UserError: malformed `messages`.
+            ModelUnavailableError, ModelResponseError, SandboxUnavailableError,
+                SandboxFaultError: after recording the turn as an infrastructure
+                error (outcome unknown, fault named).
+        """
+        _validate(messages)
+        started = time.perf_counter()
+        request = messages[-1]["content"]
+        turn_id = new_id()
+        timings: dict[str, float] = {}
+
+        tick = time.perf_counter()
+        correction = self._check_correction(messages, session_id, request)
+        timings["correction_check"] = time.perf_counter() - tick
+
+        tick = time.perf_counter()
+        lessons = self._retrieve(request)
+        timings["retrieval"] = time.perf_counter() - tick
+        client_system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        system_prompt = build_system_prompt(format_playbook(lessons), client_system)
+
+        conversation: list[Message] = [Message(role="system", content=system_prompt)]
+        conversation += conversation_window(messages, self.config.history_chars)
+        cfg = self.config
+        try:
+            workspace = self._workspace(session_id)
+        except SandboxFaultError as fault:
+            run = TurnRun(infrastructure_error=fault)
+        else:
+            run = run_steps(
+                self.model,
+                workspace,
+                conversation,
+                max_steps=cfg.max_steps,
+                max_tokens=cfg.max_tokens,
+                temperature=cfg.temperature,
+                max_tool_output_chars=cfg.max_tool_output_chars,
+            )
+        timings["model"], timings["tools"] = run.model_s, run.tools_s
+        trajectory = self._assemble(turn_id, session_id, task_kind, request, system_prompt, run)
+        shown = tuple(item.lesson.id for item in lessons)
+        extra: dict[str, Any] = {
+            "lessons_shown": list(shown),
+            "lesson_scores": [round(item.score, 6) for item in lessons],
+            "workspace": session_dir_name(session_id),
+            "finish_reasons": run.finish_reasons,
+            "aborted": run.aborted,
+            "verifier": None,
+        }
+        if correction is not None:
+            extra["corrected_trajectory_id"] = correction.trajectory_id
+
+        if run.infrastructure_error is not None:
+            exc = run.infrastructure_error
+            extra["infrastructure_error"] = f"{type(exc).__name__}: {exc.message}"
+            extra["timings"] = _rounded(timings)
+            duration = round(time.perf_counter() - started, 4)
+            trajectory = trajectory.model_copy(update={"extra": extra, "duration_s": duration})
+            self._record(trajectory, lessons, expose=False)
+            logger.warning("chat turn %s ended by an infrastructure error: %s", turn_id, exc)
+            raise exc
+
+        trajectory = apply_chat_outcome_heuristics(trajectory.model_copy(update={"extra": extra}))
+        tick = time.perf_counter()
+        verdict = self._verify(trajectory, run)
+        timings["verifier"] = time.perf_counter() - tick
+        trajectory = self._apply_verdict(trajectory, verdict)
+        tokens_in = run.tokens_in + (
+            verdict.tokens_in if isinstance(verdict, VerifierVerdict) else 0
+        )
+        tokens_out = run.tokens_out + (
+            verdict.tokens_out if isinstance(verdict, VerifierVerdict) else 0
+        )
+        trajectory = trajectory.model_copy(
+            update={
+                "tokens_in": tokens_in,
+                "tokens_out": tokens_out,
+                "duration_s": round(time.perf_counter() - started, 4),
+                "extra": {**trajectory.extra, "timings": _rounded(timings)},
+            }
+        )
+
+        tick = time.perf_counter()
+        stored = self._record(trajectory, lessons, expose=True)
+        self._remember(session_id, run.reply, stored.id)
+        timings["record"] = time.perf_counter() - tick
+        timings["total"] = time.perf_counter() - started
+        return TurnResult(
+            reply=run.reply,
+            trajectory=stored,
+            lessons_shown=shown,
+            tool_calls=tuple(stored.tool_calls),
+            correction=correction,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            timings=timings,
+        )
+
+    def background_results(self, since: int = 0) -> list[BackgroundResult]:
+        """Finished real-time reflections from index `since` on, in the order they finished."""
+        return self._background.results(since) if self._background is not None else []
+
+    def pending_background(self) -> int:
+        """Real-time reflections queued or running."""
+        return self._background.pending() if self._background is not None else 0
+
+    def wait_background(self, timeout_s: float | None = None) -> bool:
+        """Wait for queued reflections; True when none is pending."""
+        return self._background.wait(timeout_s) if self._background is not None else True
+
+    def close(self, *, wait: bool = True, timeout_s: float | None = None) -> None:
+        """Stop scheduling reflections; drain them (`wait`) or cancel queued ones.
+
+        A temporary workspace root (the fallback chosen when `workspace_root` was
+        unreachable by the sandbox user) is deleted with its session workspaces.
+        """
+        if self._background is not None:
+            self._background.close(wait=wait, timeout_s=timeout_s)
+        if self._temporary_root:
+            shutil.rmtree(self.workspace_root, ignore_errors=True)
+
+    # -- steps ------------------------------------------------------------------
+
+    def _check_correction(
+        self, messages: Sequence[Message], session_id: str, request: str
+    ) -> CorrectionEvent | None:
+        """Steps of the real-time path; never raises (a failure is logged, the turn goes on)."""
+        exchange = _previous_exchange(messages)
+        if exchange is None:
+            return None
+        key = (session_id, reply_fingerprint(exchange[0]))
+        with self._cache_lock:
+            if key not in self._cache:
+                return None
+        verdict = classify_correction(exchange[1], request)
+        if not verdict.is_correction:
+            return None
+        with self._cache_lock:
+            trajectory_id = self._cache.pop(key, None)
+        if trajectory_id is None:  # another thread promoted it meanwhile
+            return None
+        try:
+            return self._promote(trajectory_id, verdict.jaccard, verdict.signals, verdict.reason)
+        except Exception:
+            logger.warning("user-correction promotion of %s failed", trajectory_id, exc_info=True)
+            return None
+
+    def _promote(
+        self, trajectory_id: str, jaccard: float, signals: tuple[str, ...], reason: str
+    ) -> CorrectionEvent:
+        self.store.add_correction(
+            Correction(
+                trajectory_id=trajectory_id,
+                outcome=Outcome.FAILED,
+                failure_reason=reason,
+                source="user_correction",
+                authority="human",
+                note=f"signals: {', '.join(signals)}",
+            )
+        )
+        retracted = 0
+        if self.memory is not None:
+            try:
+                retracted = self.memory.retract_from_trajectory(trajectory_id, "user correction")
+                self.memory.record_outcome(trajectory_id, passed=False)
+            except Exception:
+                logger.warning("retraction after a user correction failed", exc_info=True)
+        scheduled = False
+        if self._background is not None and self.config.reflect_on_correction:
+            source = self.store.get_trajectory(trajectory_id)
+            if source is not None:
+                scheduled = self._background.schedule(source)
+        logger.info(
+            "user correction of %s: %s; %d lesson(s) retracted; reflection %s",
+            trajectory_id,
+            reason,
+            retracted,
+            "scheduled" if scheduled else "not scheduled",
+        )
+        return CorrectionEvent(trajectory_id, jaccard, signals, retracted, scheduled)
+
+    def _retrieve(self, request: str) -> list[RetrievedLesson]:
+        if self.memory is None or self.config.playbook_k <= 0:
+            return []
+        return self.memory.retrieve(request, k=self.config.playbook_k)
+
+    def _workspace(self, session_id: str) -> SessionWorkspace:
+        path = self.workspace_root / session_dir_name(session_id or "anonymous")
+        try:
+            return SessionWorkspace(
+                path,
+                self.sandbox,
+                timeout_s=self.config.tool_timeout_s,
+                max_output_chars=self.config.max_tool_output_chars,
+            )
+        except OSError as exc:
+            raise SandboxFaultError(f"cannot create the session workspace {path}: {exc}") from exc
+
+    def _assemble(
+        self,
+        turn_id: str,
+        session_id: str,
+        task_kind: str,
+        request: str,
+        system_prompt: str,
+        run: TurnRun,
+    ) -> Trajectory:
+        return Trajectory(
+            id=turn_id,
+            session_id=session_id,
+            task_kind=task_kind,
+            model=self.model.name,
+            temperature=self.config.temperature,
+            system_prompt=system_prompt,
+            user_request=request,
+            planning_output="\n".join(run.planning)[:2000],
+            tool_calls=run.tool_calls,
+            n_steps=run.n_steps,
+            tokens_in=run.tokens_in,
+            tokens_out=run.tokens_out,
+            outcome=Outcome.UNKNOWN,
+            final_response=run.final_response,
+        )
+
+    def _verify(self, trajectory: Trajectory, run: TurnRun) -> VerifierVerdict | str:
+        """The verifier's verdict, or why it did not run / could not answer."""
+        if not self.config.verify:
+            return "disabled"
+        if not run.tool_calls:
+            return "no tool calls"
+        if trajectory.outcome != Outcome.UNKNOWN:
+            return f"turn already {trajectory.outcome.value}"
+        try:
+            return self.verifier.verify(trajectory.user_request, run.tool_calls, run.reply)
+        except InfrastructureError as exc:
+            # The reply exists; the user still gets it. The fault is named, not hidden.
+            logger.warning("verifier unavailable for %s: %s", trajectory.id, exc)
+            return f"unavailable: {type(exc).__name__}: {exc.message}"
+
+    def _apply_verdict(self, trajectory: Trajectory, verdict: VerifierVerdict | str) -> Trajectory:
+        extra = dict(trajectory.extra)
+        if isinstance(verdict, str):
+            extra["verifier"] = {"skipped": verdict}
+            return trajectory.model_copy(update={"extra": extra})
+        extra["verifier"] = verdict.as_record()
+        if not verdict.fails_turn:
+            return trajectory.model_copy(update={"extra": extra})
+        extra["failure_source"] = "verifier"
+        retracted = 0
+        if self.memory is not None:
+            try:
+                retracted = self.memory.retract_from_trajectory(trajectory.id, "verifier refuted")
+            except Exception:
+                logger.warning("retraction after a refuted turn failed", exc_info=True)
+        extra["lessons_retracted"] = retracted
+        reason = (
+            f"verifier refuted the reply ({verdict.confidence:.2f}): {verdict.note or 'no note'}"
+        )
+        return trajectory.model_copy(
+            update={"outcome": Outcome.FAILED, "failure_reason": reason[:500], "extra": extra}
+        )
+
+    def _record(
+        self, trajectory: Trajectory, lessons: Sequence[RetrievedLesson], *, expose: bool
+    ) -> Trajectory:
+        """Append the turn; exposures and outcome credit join the same transaction."""
+        with self.store.transaction():
+            stored = self.store.append_trajectory(trajectory)
+            if self.memory is not None and expose and lessons:
+                self.memory.record_exposure(
+                    [item.lesson.id for item in lessons],
+                    stored.id,
+                    [item.score for item in lessons],
+                )
+                if stored.outcome == Outcome.FAILED:
+                    self.memory.record_outcome(stored.id, passed=False)
+        return stored
+
+    def _remember(self, session_id: str, reply: str, trajectory_id: str) -> None:
+        with self._cache_lock:
+            key = (session_id, reply_fingerprint(reply))
+            self._cache[key] = trajectory_id
+            self._cache.move_to_end(key)
+            while len(self._cache) > CORRECTION_CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 6) for name, value in timings.items()}

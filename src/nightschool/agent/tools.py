@@ -1,0 +1,343 @@
+"""Sandboxed tools of the chat agent, confined to one per-session workspace.
+
+Five tools: `run_python(code)`, `run_shell(command)`, `read_file(path)`,
+`write_file(path, content)` and `list_files(path=".")`. Python and shell run in
+the bubblewrap sandbox with the workspace bound at `/workspace`
+(`Sandbox.run_in`); the file tools work on the host side but only inside the
+workspace: absolute paths, `..` and symlinks that resolve outside it are refused.
+
+A tool that fails (bad path, program error, timeout) returns its error as data
+(`ToolOutcome.error`), which the model sees; only a broken sandbox
+(`SandboxUnavailableError`, `SandboxFaultError`) raises, because that is an
+infrastructure fault, not the agent's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from nightschool.sandbox import ExecResult, Sandbox, python_argv
+from nightschool.trajectory import ToolCall
+
+logger = logging.getLogger("nightschool.agent")
+
+MAX_OUTPUT_CHARS = 4000
+"""Default cap on one tool result (characters; head and tail kept). About 1,000
+tokens, so a few tool rounds still fit the embedded model's 4k context."""
+
+MAX_WRITE_BYTES = 1_000_000
+"""Largest file `write_file` accepts (bytes of UTF-8)."""
+
+MAX_LIST_ENTRIES = 200
+"""Entries `list_files` reports at most."""
+
+TOOL_SPECS: Mapping[str, str] = {
+    "run_python": '{"code": "<python source>"}: run Python 3 code; returns exit code and output.',
+    "run_shell": '{"command": "<bash command>"}: run a bash command; returns exit code and output.',
+    "read_file": '{"path": "<relative path>"}: return the text of a workspace file.',
+    "write_file": '{"path": "<relative path>", "content": "<text>"}: write a workspace file.',
+    "list_files": '{"path": "."}: list the files under a workspace directory.',
+}
+"""Tool name → one-line description with its JSON arguments (shown in the system prompt)."""
+
+
+def sandbox_can_reach(path: Path, sandbox: Sandbox) -> bool:
+    """Whether the sandbox can bind `path` as its workspace.
+
+    Run as root, the sandbox starts bubblewrap as uid 65534, which must be able
+    to search every ancestor directory of the workspace (a root-owned 0o700
+    home such as `/root` blocks it: bubblewrap then fails with "Can't find
+    source path ... Permission denied").
+    """
+    if not sandbox.isolated or os.geteuid() != 0:
+        return True
+    for ancestor in [path.resolve(), *path.resolve().parents]:
+        if not ancestor.exists():
+            continue
+        if not ancestor.stat().st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def usable_workspace_root(root: Path, sandbox: Sandbox) -> Path:
+    """`root` (created if absent) when the sandbox can reach it, else a private temp dir.
+
+    The fallback is a fresh `mkdtemp` directory (mode 0o711) under the system
+    temp dir, logged as a warning: session workspaces then last as long as the
+    process that chose it.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    if sandbox_can_reach(root, sandbox):
+        return root
+    fallback = Path(tempfile.mkdtemp(prefix="nightschool-workspaces-"))
+    fallback.chmod(0o711)
+    logger.warning(
+        "workspace root %s is not reachable by the sandbox user (a parent is not "
+        "world-searchable); using %s for this process",
+        root,
+        fallback,
+    )
+    return fallback
+
+
+class PathRefusedError(ValueError):
+    """A tool path would leave the workspace (or is not a usable relative path)."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call returned: text for the model, and an error when it failed.
+
+    Attributes:
+        result: output text (capped), or None when there is none.
+        error: why the call failed (bad arguments, refused path, non-zero exit,
+            timeout), or None on success.
+    """
+
+    result: str | None
+    error: str | None = None
+
+    def for_model(self) -> str:
+        """The text shown to the model for this call."""
+        if self.error and self.result:
+            return f"ERROR: {self.error}\n{self.result}"
+        if self.error:
+            return f"ERROR: {self.error}"
+        return self.result if self.result else "(no output)"
+
+
+def cap_text(text: str, limit: int) -> str:
+    """Cut `text` to about `limit` characters, keeping its head and its tail."""
+    if len(text) <= limit:
+        return text
+    head = max(limit // 3, 1)
+    tail = max(limit - head - 40, 1)
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n... [{cut} characters cut] ...\n{text[-tail:]}"
+
+
+def _describe(result: ExecResult, limit: int) -> ToolOutcome:
+    parts = [f"exit code: {result.returncode}"]
+    if result.stdout.strip():
+        parts.append(f"stdout:\n{result.stdout.rstrip()}")
+    if result.stderr.strip():
+        parts.append(f"stderr:\n{result.stderr.rstrip()}")
+    text = cap_text("\n".join(parts), limit)
+    if result.timed_out:
+        return ToolOutcome(text, f"timed out after {result.duration_s:.1f}s")
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines() or result.stdout.strip().splitlines()
+        last = lines[-1][:300] if lines else "no output"
+        return ToolOutcome(text, f"exit code {result.returncode}: {last}")
+    return ToolOutcome(text)
+
+
+class SessionWorkspace:
+    """One session's workspace directory and the tools that act in it.
+
+    Args:
+        path: the workspace directory; created (mode 0o777, so the sandbox's
+            unprivileged uid can write) if absent.
+        sandbox: runs `run_python` and `run_shell`.
+        timeout_s: wall-clock limit per sandboxed run, seconds.
+        max_output_chars: cap on each tool result, characters.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        sandbox: Sandbox,
+        *,
+        timeout_s: float = 20.0,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
+        self.path = path
+        self.root = path.resolve()
+        self.sandbox = sandbox
+        self.timeout_s = timeout_s
+        self.max_output_chars = max_output_chars
+        self._tools: dict[str, Callable[..., ToolOutcome]] = {
+            "run_python": self.run_python,
+            "run_shell": self.run_shell,
+            "read_file": self.read_file,
+            "write_file": self.write_file,
+            "list_files": self.list_files,
+        }
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the tools, in prompt order."""
+        return tuple(self._tools)
+
+    def resolve(self, path: str) -> Path:
+        """Map a workspace-relative path to a host path inside the workspace.
+
+        Raises:
+            PathRefusedError: empty, absolute, containing `..` or a NUL byte, or
+                resolving (through symlinks) outside the workspace.
+        """
+        if not isinstance(path, str) or not path.strip():
+            raise PathRefusedError("path must be a non-empty relative path")
+        if "\0" in path:
+            raise PathRefusedError("path contains a NUL byte")
+        pure = PurePosixPath(path.strip())
+        if pure.is_absolute() or path.strip().startswith("~"):
+            raise PathRefusedError(f"absolute paths are not allowed: {path!r}")
+        if ".." in pure.parts:
+            raise PathRefusedError(f"'..' is not allowed in paths: {path!r}")
+        target = (self.root / pure).resolve()
+        if target != self.root and self.root not in target.parents:
+            raise PathRefusedError(f"path leaves the workspace (symlink?): {path!r}")
+        return target
+
+    # -- tools ------------------------------------------------------------------
+
+    def run_python(self, code: str) -> ToolOutcome:
+        """Run Python 3 `code` (fed on stdin) in the sandbox, working dir = the workspace.
+
+        Raises:
+            SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
+        """
+        result = self.sandbox.run_in(
+            self.path, python_argv("-"), stdin=code, timeout_s=self.timeout_s
+        )
+        return _describe(result, self.max_output_chars)
+
+    def run_shell(self, command: str) -> ToolOutcome:
+        """Run `bash -c command` in the sandbox, working dir = the workspace.
+
+        Raises:
+            SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
+        """
+        result = self.sandbox.run_in(self.path, ["bash", "-c", command], timeout_s=self.timeout_s)
+        return _describe(result, self.max_output_chars)
+
+    def read_file(self, path: str) -> ToolOutcome:
+        """Return the text of a workspace file (capped; undecodable bytes replaced)."""
+        target = self.resolve(path)
+        if not target.exists():
+            return ToolOutcome(None, f"no such file: {path}")
+        if not target.is_file():
+            return ToolOutcome(None, f"not a regular file: {path}")
+        with target.open("rb") as handle:
+            data = handle.read(self.max_output_chars * 4 + 1)
+        return ToolOutcome(cap_text(data.decode("utf-8", errors="replace"), self.max_output_chars))
+
+    def write_file(self, path: str, content: str) -> ToolOutcome:
+        """Write `content` (UTF-8) to a workspace file, creating parent directories."""
+        target = self.resolve(path)
+        data = content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            return ToolOutcome(None, f"content too large ({len(data)} bytes > {MAX_WRITE_BYTES})")
+        if target.is_dir():
+            return ToolOutcome(None, f"is a directory: {path}")
+        parent = target.parent
+        missing = [p for p in (parent, *parent.parents) if not p.exists()]
+        parent.mkdir(parents=True, exist_ok=True)
+        for made in missing:
+            made.chmod(0o777)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(target, flags, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        target.chmod(0o666)
+        return ToolOutcome(f"wrote {len(data)} bytes to {path}")
+
+    def list_files(self, path: str = ".") -> ToolOutcome:
+        """List files under a workspace directory (recursive, sorted, with sizes in bytes)."""
+        target = self.resolve(path)
+        if not target.exists():
+            return ToolOutcome(None, f"no such directory: {path}")
+        if target.is_file():
+            return ToolOutcome(f"{path} ({target.stat().st_size} bytes)")
+        entries: list[str] = []
+        for found in sorted(target.rglob("*")):
+            if len(entries) >= MAX_LIST_ENTRIES:
+                entries.append(f"... (more than {MAX_LIST_ENTRIES} entries)")
+                break
+            rel = found.relative_to(target).as_posix()
+            if found.is_symlink():
+                entries.append(f"{rel} -> (symlink)")
+            elif found.is_dir():
+                entries.append(f"{rel}/")
+            else:
+                entries.append(f"{rel} ({found.stat().st_size} bytes)")
+        return ToolOutcome("\n".join(entries) if entries else "(empty)")
+
+    # -- dispatch ---------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolCall:
+        """Run one tool by name and return the record of the call.
+
+        Unknown tools, bad arguments and refused paths become `ToolCall.error`.
+
+        Raises:
+            SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
+        """
+        start = time.perf_counter()
+        outcome = self._dispatch(name, arguments)
+        return ToolCall(
+            name=name,
+            arguments=_jsonable(arguments),
+            result=outcome.result,
+            error=outcome.error,
+            duration_s=round(time.perf_counter() - start, 4),
+        )
+
+    def _dispatch(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolOutcome(None, f"unknown tool {name!r}; available: {', '.join(self.names)}")
+        problem = _argument_problem(name, arguments)
+        if problem:
+            return ToolOutcome(None, problem)
+        try:
+            return tool(**arguments)
+        except PathRefusedError as exc:
+            return ToolOutcome(None, str(exc))
+        except (OSError, UnicodeError) as exc:
+            return ToolOutcome(None, f"{type(exc).__name__}: {exc}")
+
+
+_REQUIRED: Mapping[str, tuple[str, ...]] = {
+    "run_python": ("code",),
+    "run_shell": ("command",),
+    "read_file": ("path",),
+    "write_file": ("path", "content"),
+    "list_files": (),
+}
+_OPTIONAL: Mapping[str, tuple[str, ...]] = {"list_files": ("path",)}
+
+
+def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
+    required = _REQUIRED[name]
+    allowed = set(required) | set(_OPTIONAL.get(name, ()))
+    missing = [key for key in required if key not in arguments]
+    if missing:
+        return f"{name} needs argument(s) {', '.join(missing)}; usage: {name} {TOOL_SPECS[name]}"
+    extra = sorted(set(arguments) - allowed)
+    if extra:
+        return f"{name} got unexpected argument(s) {', '.join(extra)}"
+    wrong = [key for key, value in arguments.items() if not isinstance(value, str)]
+    if wrong:
+        return f"{name}: argument(s) {', '.join(wrong)} must be strings"
+    return None
+
+
+def _jsonable(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON-safe copy of the arguments (non-serialisable values become their repr)."""
+    try:
+        return dict(json.loads(json.dumps(dict(arguments), default=repr)))
+    except (TypeError, ValueError):
+        return {str(k): repr(v) for k, v in arguments.items()}

@@ -1,0 +1,123 @@
+"""The chat pipeline on the real parts: embedded SmolLM2, bubblewrap, SQLite, MiniLM playbook.
+
+Kept few and short (small `max_tokens`): the machine is shared. SmolLM2-135M
+rarely follows a format, so assertions check what the pipeline guarantees
+(recording, correction, reflection through the grammar, retrieval), not the
+quality of the small model's answers.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nightschool.agent import AgentConfig, ChatPipeline, Verifier
+from nightschool.learning import PlaybookSink
+from nightschool.llm import EMBEDDED_MODEL_NAME, EmbeddedModel, Message
+from nightschool.memory import PLAYBOOK_HEADER, SkillMemory
+from nightschool.reflection import Reflector, ReflectorConfig
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+from nightschool.trajectory import Outcome, ToolCall
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+]
+
+REQUEST_1 = "Reply with three words exactly: kangaroo trampoline lighthouse"
+REQUEST_2 = "no, reply with three words exactly: kangaroo trampoline metronome"
+REQUEST_3 = "Reply with three words exactly: kangaroo trampoline giraffe"
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[EmbeddedModel]:
+    with EmbeddedModel() as loaded:
+        yield loaded
+
+
+def user(text: str) -> Message:
+    return {"role": "user", "content": text}
+
+
+def test_one_real_turn_is_recorded(model: EmbeddedModel, store: Store, tmp_path: Path) -> None:
+    pipe = ChatPipeline(
+        model=model,
+        store=store,
+        sandbox=Sandbox(),
+        memory=None,
+        reflector=None,
+        workspace_root=tmp_path / "ws",
+        config=AgentConfig(max_steps=2, max_tokens=48, verifier_max_tokens=60),
+    )
+    try:
+        result = pipe.handle([user("What is 17 * 3? You may use run_python.")], session_id="e2e")
+    finally:
+        pipe.close()
+    stored = store.get_trajectory(result.trajectory.id)
+    assert stored is not None
+    assert stored.model == EMBEDDED_MODEL_NAME and stored.task_kind == "chat"
+    assert 1 <= stored.n_steps <= 2 and stored.tokens_in > 0 and stored.tokens_out > 0
+    assert stored.tool_calls or stored.final_response.strip()
+    assert stored.outcome in (Outcome.UNKNOWN, Outcome.FAILED)
+    if stored.tool_calls:
+        assert stored.extra["verifier"].get("verdict") in ("CONFIRMED", "REFUTED", "UNCERTAIN")
+    assert result.timings["model"] > 0
+
+
+def test_verifier_grammar_holds_on_the_embedded_model(model: EmbeddedModel) -> None:
+    call = ToolCall(name="run_shell", arguments={"command": "wc -l *.py"}, result="1623 total")
+    verdict = Verifier(model, max_tokens=60).verify(
+        "how many lines of code? just give me the code", [call], "The project has 1,623 lines."
+    )
+    assert verdict.raw.startswith("VERDICT: ")
+    assert verdict.verdict in ("CONFIRMED", "REFUTED", "UNCERTAIN")
+    assert 0.0 <= verdict.confidence <= 1.0 and verdict.note
+
+
+def test_correction_becomes_a_lesson_that_the_next_similar_turn_sees(
+    model: EmbeddedModel, store: Store, tmp_path: Path
+) -> None:
+    memory = SkillMemory(store)  # the packaged MiniLM embedder
+    reflector = Reflector(
+        store, model, ReflectorConfig(max_tokens=200, temperature=0.0), sink=PlaybookSink(memory)
+    )
+    pipe = ChatPipeline(
+        model=model,
+        store=store,
+        sandbox=Sandbox(),
+        memory=memory,
+        reflector=reflector,
+        workspace_root=tmp_path / "ws",
+        config=AgentConfig(max_steps=2, max_tokens=40, verify=False),
+    )
+    try:
+        first = pipe.handle([user(REQUEST_1)], session_id="chat-1")
+        convo = [user(REQUEST_1), {"role": "assistant", "content": first.reply}, user(REQUEST_2)]
+        second = pipe.handle(convo, session_id="chat-1")  # type: ignore[arg-type]
+        event = second.correction
+        assert event is not None and event.trajectory_id == first.trajectory.id
+        assert event.reflection_scheduled
+        [correction] = store.corrections(first.trajectory.id)
+        assert correction.source == "user_correction" and correction.authority == "human"
+        corrected = store.get_trajectory(first.trajectory.id)
+        assert corrected is not None and corrected.outcome == Outcome.FAILED
+
+        assert pipe.wait_background(timeout_s=600)
+        [done] = pipe.background_results()
+        assert done.status == "ok", done
+        assert done.lesson_id is not None
+        lesson = memory.get(done.lesson_id)
+        assert lesson is not None and lesson.source_trajectory_id == first.trajectory.id
+
+        third = pipe.handle([user(REQUEST_3)], session_id="chat-2")
+    finally:
+        pipe.close()
+        memory.close()
+    assert done.lesson_id in third.lessons_shown
+    assert PLAYBOOK_HEADER in third.trajectory.system_prompt
+    assert done.lesson_id in third.trajectory.system_prompt
+    assert third.trajectory.extra["lessons_shown"] == list(third.lessons_shown)
