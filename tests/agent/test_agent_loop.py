@@ -73,6 +73,9 @@ def test_prose_around_a_call_is_kept() -> None:
         "```tool\nnot json at all\n```",
         "",
         'Here is code:\n```python\nx = {"name": "y"}\n```',
+        '```json\n{"name": "Alice", "age": 3}\n```',
+        'As JSON: {"name": "Alice", "tool": "hammer"}',
+        '```\n{"name": "config.yaml", "port": 8080}\n```',
     ],
 )
 def test_anything_else_is_a_final_answer(text: str) -> None:

@@ -50,6 +50,8 @@ CLIENT_SYSTEM_CHARS = 2000
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TOOL_TAGS = {"tool", "tool_call", "tool_code", "json", "tools", "function", ""}
+_DATA_TAGS = {"json", ""}
+"""Fences that may hold an answer's data: a call only when it names a known tool."""
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "args", "parameters", "params", "input")
 _PRIMARY_ARG = {"run_python": "code", "run_shell": "command", "read_file": "path"}
@@ -162,9 +164,10 @@ def _normalise(obj: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
 def parse_tool_call(text: str) -> ParsedToolCall | None:
     """Find the first tool call in a model reply; None means the reply is the final answer.
 
-    Accepted: a fenced block tagged `tool` (or `json`, `tool_call`, untagged)
-    holding a JSON object with a tool name; else a bare JSON object with
-    `"name"`/`"tool"` in the reply. Fenced code in other languages (python,
+    Accepted: a fenced block tagged `tool` (or `tool_call`, ...) holding a JSON
+    object with a tool name; a `json` or untagged block, or a bare JSON object
+    with `"name"`/`"tool"`, only when it names a known tool (an answer "as
+    JSON" with a `name` field is not a call). Fenced code in other languages (python,
     bash) is part of an answer, never a call.
     """
     for match in _FENCE.finditer(text):
@@ -173,14 +176,14 @@ def parse_tool_call(text: str) -> ParsedToolCall | None:
             continue
         obj = _load_object(match.group(2))
         found = _normalise(obj) if obj is not None else None
-        if found is not None:
+        if found is not None and (tag not in _DATA_TAGS or found[0] in TOOL_SPECS):
             prose = (text[: match.start()] + text[match.end() :]).strip()
             return ParsedToolCall(found[0], found[1], prose)
     bare = re.search(r"\{\s*[\"'](?:name|tool)[\"']\s*:", text)
     if bare is not None and not _FENCE.search(text[: bare.start()]):
         obj = _load_object(text[bare.start() :])
         found = _normalise(obj) if obj is not None else None
-        if found is not None:
+        if found is not None and found[0] in TOOL_SPECS:
             return ParsedToolCall(found[0], found[1], text[: bare.start()].strip())
     return None
 
