@@ -367,6 +367,59 @@ class Sandbox:
             truncated=cut_out or cut_err,
         )
 
+    def popen_in(
+        self,
+        workdir: Path,
+        argv: Sequence[str],
+        *,
+        stderr: IO[bytes] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` interactively: same bubblewrap argv, rlimits and uid as `run_in`.
+
+        For a long-lived sandboxed process that talks over pipes (the strategy
+        runner of `nightschool.evolution`). stdin and stdout are pipes; stderr
+        goes to `stderr` (default: discarded). The caller owns the process:
+        it must end it with `kill_process_group(proc)` and `proc.wait()`; no
+        wall-clock limit is applied here (the CPU rlimit still is).
+
+        Args:
+            workdir: host directory bound at `/workspace` (the working directory).
+            argv: command and arguments.
+            stderr: binary file receiving the process's standard error, or None.
+            env: extra environment variables; the environment is otherwise cleared.
+
+        Returns:
+            The running `subprocess.Popen` (its own process group).
+
+        Raises:
+            SandboxFaultError: the process could not be started.
+        """
+        drop_privileges = self._as_root and not self.config.unsandboxed
+        environment = self._environment(workdir, env)
+        cmd = self._command(workdir, argv, environment)
+        try:
+            return subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                cwd=workdir,
+                env=environment if self.config.unsandboxed else {},
+                start_new_session=True,
+                preexec_fn=self._limits,
+                user=NOBODY_UID if drop_privileges else None,
+                group=NOBODY_UID if drop_privileges else None,
+                extra_groups=[] if drop_privileges else None,
+            )
+        except OSError as exc:
+            raise SandboxFaultError(f"could not start the sandbox: {exc}") from exc
+
+
+def kill_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group of a process started by `Sandbox.popen_in` (if still alive)."""
+    _kill_group(proc)
+
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):

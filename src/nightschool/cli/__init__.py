@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import typer
 
+from nightschool.cli._eval import eval_app
+from nightschool.cli._evolve import evolve
 from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
@@ -23,8 +25,10 @@ app = typer.Typer(
 app.command()(dream)
 app.command()(status)
 app.command()(reflect)
+app.command()(evolve)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")
+app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:

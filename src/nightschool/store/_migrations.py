@@ -196,10 +196,49 @@ M004_LESSON_MEMORY: tuple[str, ...] = (
     END""",
 )
 
+M005_EVAL_RUNS: tuple[str, ...] = (
+    # One row per eval run; updated as the run progresses (status, counts).
+    """CREATE TABLE eval_runs (
+        id TEXT PRIMARY KEY,
+        suite TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        model TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL
+            CHECK (status IN ('running', 'completed', 'interrupted', 'aborted')),
+        n INTEGER NOT NULL DEFAULT 0,
+        passed INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        config TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(config))
+    )""",
+    "CREATE INDEX eval_runs_suite ON eval_runs(suite, started_at)",
+    # One row per task of a run; (run_id, task_id) pairs two runs task by task.
+    """CREATE TABLE eval_results (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES eval_runs(id),
+        task_id TEXT NOT NULL,
+        passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+        score REAL NOT NULL CHECK (score >= 0 AND score <= 1),
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        duration_s REAL NOT NULL DEFAULT 0,
+        error TEXT,
+        trajectory_id TEXT,
+        detail TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(detail)),
+        UNIQUE (run_id, task_id)
+    )""",
+    "CREATE INDEX eval_results_task ON eval_results(task_id)",
+    *_append_only("eval_results"),
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
     ("m003_reflections", M003_REFLECTIONS),
     ("m004_lesson_memory", M004_LESSON_MEMORY),
+    ("m005_eval_runs", M005_EVAL_RUNS),
 )
 """All migrations this version knows, oldest first."""

@@ -1,0 +1,166 @@
+"""`nightschool evolve`: search for better solving strategies, promote only on held-out proof."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    err,
+    errors_to_exit_codes,
+    settings_from,
+)
+from nightschool.errors import EXIT_CODES, NightschoolError, UserError
+
+
+def evolve(
+    generations: Annotated[
+        int, typer.Option("--generations", "-g", min=0, help="Authored generations after gen 0.")
+    ] = 2,
+    population: Annotated[
+        int, typer.Option("--population", "-p", min=1, help="Candidates authored per generation.")
+    ] = 2,
+    champion: Annotated[
+        str,
+        typer.Option(
+            help="Champion policy: `score`, or `costAware` (scores within --epsilon tie; "
+            "the cheapest wins)."
+        ),
+    ] = "costAware",
+    epsilon: Annotated[float, typer.Option(min=0.0, help="Train-score tie margin.")] = 0.0,
+    budget: Annotated[
+        int, typer.Option("--budget", min=1, help="Model CALLS per strategy per task.")
+    ] = 3,
+    train: Annotated[int, typer.Option("--train", min=1, help="Train tasks.")] = 6,
+    holdout: Annotated[int, typer.Option("--holdout", min=1, help="Holdout tasks.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed of task draws, model calls and the gate.")] = 0,
+    tier: Annotated[str, typer.Option(help="Challenge tier of every task.")] = "basic",
+    cluster: Annotated[
+        list[str] | None, typer.Option("--cluster", help="Only these clusters (repeatable).")
+    ] = None,
+    gate_mode: Annotated[
+        str, typer.Option(help="`superiority` or `noninferiority_cheaper`.")
+    ] = "superiority",
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir",
+            help="Where the checkpoint and reports go (default: new dir "
+            "under NIGHTSCHOOL_HOME/evolve).",
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="Continue the run in this directory after its last "
+            "completed generation (its stored settings win).",
+        ),
+    ] = None,
+    fallback_model: Annotated[
+        str | None,
+        typer.Option(help="Author retry model on the same --base-url (default: the same model)."),
+    ] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    model_api_key: ApiKeyOpt = None,
+    unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--unsandboxed", help="Run strategies and code WITHOUT bubblewrap isolation (unsafe)."
+        ),
+    ] = False,
+) -> None:
+    """Evolve solving strategies on train challenges; one gated promotion on a holdout.
+
+    Exit codes: 0 done (whatever the verdict), 1 every candidate of a generation
+    failed to be authored, 2 misuse, 3 model or sandbox fault, 130 interrupted
+    (resume with --resume DIR).
+    """
+    with errors_to_exit_codes():
+        from nightschool.config import EMBEDDED_MODEL
+        from nightschool.evolution.engine import Evolution, EvolutionConfig
+        from nightschool.evolution.report import print_report, write_reports
+        from nightschool.llm import check_model, make_model
+        from nightschool.sandbox import Sandbox, SandboxConfig
+
+        if champion not in ("score", "costAware"):
+            raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
+        if gate_mode not in ("superiority", "noninferiority_cheaper"):
+            raise UserError(f"--gate-mode {gate_mode!r}: use superiority or noninferiority_cheaper")
+        if resume is not None and run_dir is not None and resume != run_dir:
+            raise UserError("give either --run-dir (new run) or --resume (existing run)")
+        if resume is not None:
+            from nightschool.evolution.archive import load_checkpoint
+
+            load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
+        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        if unsandboxed:
+            err.print("[bold yellow]warning:[/] running strategies WITHOUT a sandbox")
+        sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
+        with err.status("checking the sandbox and the model ..."):
+            sandbox.check()
+            chat_model = make_model(settings)
+            check_model(chat_model)
+            fallback = None
+            if fallback_model is not None:
+                fallback = make_model(settings.model_copy(update={"model": fallback_model}))
+                check_model(fallback)
+        local = settings.base_url is None and settings.model == EMBEDDED_MODEL
+
+        def on_event(message: str) -> None:
+            err.print(f"[dim]·[/] {message}", highlight=False)
+
+        kwargs = {"model": chat_model, "sandbox": sandbox, "fallback": fallback}
+        if resume is not None:
+            directory = resume
+            run = Evolution.resume(directory, on_event=on_event, **kwargs)
+        else:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            directory = run_dir or settings.home_dir() / "evolve" / stamp
+            policy: Literal["score", "costAware"] = "score" if champion == "score" else "costAware"
+            config = EvolutionConfig(
+                generations=generations,
+                population=population,
+                champion=policy,
+                epsilon=epsilon,
+                budget=budget,
+                train=train,
+                holdout=holdout,
+                seed=seed,
+                tier=tier,
+                clusters=tuple(cluster) if cluster else None,
+                solve_max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                author_max_tokens=max(settings.max_tokens, 256),
+                author_grammar=local,
+                gate_mode="superiority" if gate_mode == "superiority" else "noninferiority_cheaper",
+            )
+            run = Evolution.start(directory, config, on_event=on_event, **kwargs)
+        err.print(
+            f"evolving with [bold]{chat_model.name}[/] · run dir {directory}", highlight=False
+        )
+        console = Console()
+        try:
+            state = run.run()
+        except KeyboardInterrupt:
+            err.print(
+                f"[yellow]interrupted[/]: the generation in progress was lost; completed "
+                f"generations are checkpointed. Resume: nightschool evolve --resume {directory}",
+                highlight=False,
+            )
+            raise typer.Exit(EXIT_CODES["interrupted"]) from None
+        except NightschoolError:
+            print_report(console, run.state)
+            write_reports(directory, run.state)
+            raise
+        print_report(console, state)
+        markdown, data = write_reports(directory, state)
+        err.print(f"reports: {markdown} · {data}", highlight=False)

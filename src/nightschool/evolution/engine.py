@@ -1,0 +1,437 @@
+"""The strategy-evolution loop: baselines, authored generations, one holdout verdict.
+
+Generation 0 plays the built-in baselines on the train slice; the best (by
+the champion policy) becomes the incumbent and stays the *baseline incumbent*.
+Each later generation an LLM authors `population` candidates from the
+incumbent's compacted results on every train task; contract-clean candidates
+and the incumbent (re-measured) play the same train tasks at the same budget,
+and the champion policy picks the next incumbent. After the last generation —
+only then — the holdout slice is drawn (disjoint from train, asserted) and the
+champion plays the baseline incumbent on it; `promotion_gate` decides. Train
+scores are search telemetry; the verdict is the only evidence-grade comparison.
+
+State is checkpointed after every generation (`checkpoint.json` in the run
+directory); `Evolution.resume` continues after the last completed generation,
+so an interrupt loses at most the generation in progress.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nightschool.errors import InfrastructureError, UserError
+from nightschool.evolution.archive import (
+    CHECKPOINT_NAME,
+    AuthoringFailedError,
+    ChampionPolicy,
+    Node,
+    TaskResult,
+    gzip_size,
+    load_checkpoint,
+    select_champion,
+    write_json_atomic,
+)
+from nightschool.evolution.author import (
+    AUTHOR_GRAMMAR,
+    TaskLine,
+    author_candidate,
+    author_messages,
+    compact_losses,
+)
+from nightschool.evolution.baselines import BASELINES
+from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
+from nightschool.evolution.harness import Harness, task_view
+from nightschool.evolution.runner import play_strategy
+from nightschool.evolution.tasks import TaskSpec, draw_holdout, draw_train
+from nightschool.llm import ChatModel
+from nightschool.sandbox import Sandbox
+
+__all__ = ["Evolution", "EvolutionConfig"]
+
+
+class EvolutionConfig(BaseModel):
+    """Settings of one evolution run (stored in the checkpoint)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    generations: int = Field(default=2, ge=0)
+    """Authored generations after generation 0."""
+    population: int = Field(default=2, ge=1)
+    """Candidates authored per generation."""
+    champion: ChampionPolicy = "costAware"
+    """Champion policy: `score`, or `costAware` (within epsilon, cheapest wins)."""
+    epsilon: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Train scores within epsilon are ties (pass-rate units)."""
+    budget: int = Field(default=3, ge=1)
+    """Model calls per strategy per task, the same for every strategy."""
+    train: int = Field(default=6, ge=1)
+    """Train tasks."""
+    holdout: int = Field(default=8, ge=1)
+    """Holdout tasks for the single promotion decision."""
+    seed: int = 0
+    """Seed of task draws, model calls and the gate."""
+    tier: str = "basic"
+    """Challenge tier of every task."""
+    clusters: tuple[str, ...] | None = None
+    """Restrict tasks to these clusters (None: all)."""
+    solve_max_tokens: int = Field(default=512, gt=0)
+    """Completion cap of each harness model call, tokens."""
+    temperature: float = Field(default=0.2, ge=0.0)
+    """Default sampling temperature of harness calls."""
+    author_temperature: float = Field(default=0.7, ge=0.0)
+    author_max_tokens: int = Field(default=768, gt=0)
+    author_grammar: bool = False
+    """Constrain the author with `AUTHOR_GRAMMAR` (for a small local model)."""
+    gate_mode: Literal["superiority", "noninferiority_cheaper"] = "superiority"
+    gate_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+
+
+def _stable_seed(*parts: object) -> int:
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+Progress = Callable[[str], None]
+
+
+class Evolution:
+    """One evolution run bound to a run directory.
+
+    Args:
+        run_dir: where `checkpoint.json` (and the reports) live.
+        model: the solving model (harness calls).
+        sandbox: runs strategies and validators.
+        author: the authoring model (default: `model`).
+        fallback: the author's retry model (default: `author`).
+        on_event: progress callback (short strings).
+
+    Use `Evolution.start(config, ...)` for a new run or `Evolution.resume(run_dir, ...)`.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        state: dict[str, Any],
+        *,
+        model: ChatModel,
+        sandbox: Sandbox,
+        author: ChatModel | None = None,
+        fallback: ChatModel | None = None,
+        on_event: Progress | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.state = state
+        self.config = EvolutionConfig.model_validate(state["config"])
+        self.model = model
+        self.sandbox = sandbox
+        self.author = author or model
+        self.fallback = fallback
+        self.notify: Progress = on_event or (lambda _m: None)
+        self.archive = {n["name"]: Node.from_json(n) for n in state["archive"]}
+        self.train = [TaskSpec.from_json(t) for t in state["train"]]
+
+    @classmethod
+    def start(cls, run_dir: Path, config: EvolutionConfig, **kwargs: Any) -> Evolution:
+        """Create a new run in `run_dir` (drawing the train slice) and checkpoint it.
+
+        Raises:
+            UserError: `run_dir` already holds a checkpoint (use `resume`).
+        """
+        if (run_dir / CHECKPOINT_NAME).exists():
+            raise UserError(
+                f"{run_dir} already holds an evolution run", hint=f"resume it: --resume {run_dir}"
+            )
+        try:
+            train = draw_train(
+                config.train, seed=config.seed, tier=config.tier, clusters=config.clusters
+            )
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+        state: dict[str, Any] = {
+            "version": 1,
+            "config": config.model_dump(mode="json"),
+            "train": [t.to_json() for t in train],
+            "generations_completed": -1,
+            "incumbent": None,
+            "baseline_incumbent": None,
+            "archive": [],
+            "generations": [],
+            "failed_generation": None,
+            "holdout": None,
+            "verdict": None,
+            "status": "running",
+            "error": None,
+        }
+        run = cls(run_dir, state, **kwargs)
+        state["models"] = {
+            "solver": run.model.name,
+            "author": run.author.name,
+            "fallback": (run.fallback or run.author).name,
+        }
+        run.checkpoint()
+        return run
+
+    @classmethod
+    def resume(cls, run_dir: Path, **kwargs: Any) -> Evolution:
+        """Load the run in `run_dir`; `run()` continues after its last completed generation.
+
+        Raises:
+            UserError: no valid checkpoint in `run_dir`.
+        """
+        return cls(run_dir, load_checkpoint(run_dir), **kwargs)
+
+    # -- state ---------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Write the state atomically to `run_dir/checkpoint.json`."""
+        self.state["archive"] = [n.to_json() for n in self.archive.values()]
+        write_json_atomic(self.run_dir / CHECKPOINT_NAME, self.state)
+
+    @property
+    def incumbent(self) -> Node:
+        """The current champion (after generation 0)."""
+        name = self.state["incumbent"]
+        if name is None:
+            raise RuntimeError("no incumbent before generation 0 has completed")
+        return self.archive[str(name)]
+
+    # -- playing -------------------------------------------------------------
+
+    def play(self, source: str, tasks: Sequence[TaskSpec]) -> list[TaskResult]:
+        """Play `source` on `tasks` at the run's budget; every pass re-verified.
+
+        Raises:
+            InfrastructureError: a model or sandbox fault (the play is not scored).
+        """
+        results = []
+        for spec in tasks:
+            challenge = spec.render()
+            harness = Harness(
+                self.model,
+                self.sandbox,
+                challenge,
+                budget=self.config.budget,
+                max_tokens=self.config.solve_max_tokens,
+                temperature=self.config.temperature,
+                # Common random numbers: every strategy gets the same seeds per task.
+                seed=_stable_seed(self.config.seed, spec.task_id),
+            )
+            played = play_strategy(
+                self.sandbox, source, harness, task_view(challenge, spec.task_id)
+            )
+            passed, feedback = harness.verify(played.code)
+            if played.status != "ok":
+                feedback = f"strategy {played.status}: {played.detail.strip()[-300:]}"
+            results.append(
+                TaskResult(
+                    task_id=spec.task_id,
+                    cluster=spec.cluster,
+                    passed=passed,
+                    tokens=harness.tokens,
+                    model_calls=harness.model_calls,
+                    test_runs=harness.test_runs,
+                    status=played.status,
+                    feedback="" if passed else feedback.strip()[-400:],
+                )
+            )
+        return results
+
+    def _measure(self, node: Node) -> None:
+        self.notify(f"playing {node.name} on {len(self.train)} train tasks")
+        node.measure(self.play(node.source, self.train))
+
+    # -- generations ---------------------------------------------------------
+
+    def _row(self, node: Node) -> dict[str, Any]:
+        return {
+            "name": node.name,
+            "parent": node.parent,
+            "status": node.status,
+            "score": node.score,
+            "cost": node.cost,
+            "gzip_bytes": node.gzip_bytes,
+            "detail": node.detail,
+            "results": [asdict(r) for r in node.results],
+        }
+
+    def _generation_zero(self) -> None:
+        nodes = []
+        for name, source in BASELINES.items():
+            node = Node(name, source, 0, None, "baseline", gzip_bytes=gzip_size(source))
+            self._measure(node)
+            nodes.append(node)
+        champion = select_champion(nodes, self.config.champion, self.config.epsilon)
+        for node in nodes:
+            self.archive[node.name] = node
+        self.state["incumbent"] = champion.name
+        self.state["baseline_incumbent"] = champion.name
+        self.state["generations"].append(
+            {
+                "generation": 0,
+                "incumbent_before": None,
+                "champion": champion.name,
+                "rows": [self._row(n) for n in nodes],
+            }
+        )
+
+    def _author(self, generation: int) -> list[Node]:
+        incumbent = self.incumbent
+        lines = [TaskLine(r.task_id, r.cluster, r.passed, r.feedback) for r in incumbent.results]
+        messages = author_messages(incumbent.name, incumbent.source, compact_losses(lines))
+        nodes = []
+        for index in range(1, self.config.population + 1):
+            name = f"g{generation}c{index}"
+            self.notify(f"generation {generation}: authoring {name}")
+            outcome = author_candidate(
+                self.author,
+                messages,
+                fallback=self.fallback,
+                temperature=self.config.author_temperature,
+                max_tokens=self.config.author_max_tokens,
+                seed=_stable_seed(self.config.seed, name),
+                grammar=AUTHOR_GRAMMAR if self.config.author_grammar else None,
+            )
+            tried = " -> ".join(f"{a.model}:{a.status}" for a in outcome.attempts)
+            nodes.append(
+                Node(
+                    name,
+                    outcome.source,
+                    generation,
+                    incumbent.name,
+                    "candidate" if outcome.ok else "author_failed",
+                    gzip_bytes=gzip_size(outcome.source) if outcome.source else 0,
+                    detail="" if outcome.ok else f"{tried}: {outcome.detail}"[:600],
+                    author_tokens=outcome.tokens,
+                )
+            )
+            if not outcome.ok and all(a.status == "infrastructure" for a in outcome.attempts):
+                nodes[-1].detail = f"infrastructure: {tried}: {outcome.detail}"[:600]
+        return nodes
+
+    def _generation(self, generation: int) -> None:
+        incumbent = self.incumbent
+        nodes = self._author(generation)
+        survivors = [n for n in nodes if n.status == "candidate"]
+        if not survivors:
+            self.state["failed_generation"] = {
+                "generation": generation,
+                "incumbent_before": incumbent.name,
+                "rows": [self._row(n) for n in nodes],
+            }
+            infra = all(n.detail.startswith("infrastructure:") for n in nodes)
+            self.state["status"] = "failed"
+            message = (
+                f"generation {generation}: all {len(nodes)} candidate(s) failed to be authored "
+                f"(first: {nodes[0].detail[:200]})"
+            )
+            self.state["error"] = message
+            for node in nodes:
+                self.archive[node.name] = node
+            self.checkpoint()
+            if infra:
+                raise InfrastructureError(message, hint="check the author model and --base-url")
+            raise AuthoringFailedError(
+                message, hint="try a stronger --model, a --fallback-model, or a larger --population"
+            )
+        self._measure(incumbent)  # re-measured at the same budget, same tasks, same seeds
+        for node in survivors:
+            self._measure(node)
+        champion = select_champion(
+            [incumbent, *survivors], self.config.champion, self.config.epsilon
+        )
+        for node in nodes:
+            self.archive[node.name] = node
+        self.state["incumbent"] = champion.name
+        self.state["failed_generation"] = None
+        self.state["generations"].append(
+            {
+                "generation": generation,
+                "incumbent_before": incumbent.name,
+                "champion": champion.name,
+                "rows": [self._row(n) for n in [incumbent, *nodes]],
+            }
+        )
+
+    # -- the decision ---------------------------------------------------------
+
+    def _decide(self) -> None:
+        holdout = draw_holdout(
+            self.config.holdout,
+            self.train,
+            seed=self.config.seed,
+            tier=self.config.tier,
+            clusters=self.config.clusters,
+        )
+        champion = self.incumbent
+        baseline = self.archive[str(self.state["baseline_incumbent"])]
+        record: dict[str, Any] = {
+            "tasks": [t.to_json() for t in holdout],
+            "drawn_after_generation": self.state["generations_completed"],
+            "champion": champion.name,
+            "baseline": baseline.name,
+            "pairs": [],
+        }
+        self.state["holdout"] = record
+        if champion.name == baseline.name:
+            self.state["verdict"] = {
+                "promote": False,
+                "reason": "no challenger: the champion is still the baseline incumbent",
+                "n": 0,
+                "test": "none",
+            }
+            return
+        self.notify(f"holdout: {champion.name} vs {baseline.name} on {len(holdout)} tasks")
+        theirs = self.play(baseline.source, holdout)
+        ours = self.play(champion.source, holdout)
+        pairs = [
+            PairedResult(b.task_id, float(b.passed), float(c.passed), b.tokens, c.tokens)
+            for b, c in zip(theirs, ours, strict=True)
+        ]
+        record["pairs"] = [asdict(p) for p in pairs]
+        record["baseline_results"] = [asdict(r) for r in theirs]
+        record["champion_results"] = [asdict(r) for r in ours]
+        gate = GateConfig(
+            mode=self.config.gate_mode, alpha=self.config.gate_alpha, seed=self.config.seed
+        )
+        verdict = promotion_gate(pairs, gate)
+        fields = {
+            key: None if isinstance(value, float) and math.isnan(value) else value
+            for key, value in asdict(verdict).items()
+        }
+        self.state["verdict"] = {**fields, "summary": verdict.summary()}
+
+    def run(self) -> dict[str, Any]:
+        """Run (or continue) to the end; checkpoint after each generation.
+
+        Returns:
+            The final state (also in `checkpoint.json`).
+
+        Raises:
+            AuthoringFailedError: every candidate of a generation failed (exit 1).
+            InfrastructureError: a model or sandbox fault; resume later.
+            KeyboardInterrupt: passes through; the last checkpoint is intact.
+        """
+        if self.state["status"] == "done":
+            return self.state
+        self.state["status"] = "running"
+        self.state["error"] = None
+        while self.state["generations_completed"] < self.config.generations:
+            generation = int(self.state["generations_completed"]) + 1
+            self.notify(f"generation {generation} of {self.config.generations}")
+            if generation == 0:
+                self._generation_zero()
+            else:
+                self._generation(generation)
+            self.state["generations_completed"] = generation
+            self.checkpoint()
+        self._decide()
+        self.state["status"] = "done"
+        self.checkpoint()
+        return self.state
