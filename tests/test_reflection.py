@@ -297,6 +297,18 @@ def test_reflections_are_never_reflected(store: Store) -> None:
     assert reflector.pending() == [] and model.calls == []
 
 
+def test_eval_tasks_never_become_lessons(store: Store) -> None:
+    benchmark_item = failed_trajectory(store, task_kind="eval")
+    chat_turn = failed_trajectory(store, task_kind="chat")
+    model = ScriptedModel([GOOD_REPLY])
+    reflector = Reflector(store, model)
+
+    result = reflector.reflect_one(benchmark_item)
+
+    assert result.status == "skipped" and "eval task" in result.detail
+    assert [t.id for t in reflector.pending()] == [chat_turn.id] and model.calls == []
+
+
 def test_unstored_and_infrastructure_failures_are_skipped(store: Store) -> None:
     reflector = Reflector(store, ScriptedModel([GOOD_REPLY]))
     loose = Trajectory(task_kind="chat", outcome=Outcome.FAILED, failure_reason="x")

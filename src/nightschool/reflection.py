@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 REFLECTION_TASK_KIND = "reflection"
 """`task_kind` of the trajectories the Reflector writes; they are never reflected on."""
 
+EVAL_TASK_KIND = "eval"
+"""`task_kind` of eval-suite turns; never reflected on, so test items never become lessons
+(a lesson learned from a benchmark task would contaminate the next run of that benchmark)."""
+
 MAX_PLAN_STEPS = 5
 """Steps kept from a revised plan (the seed's format asks for 1–5)."""
 
@@ -379,17 +383,21 @@ class Reflector:
         """Trajectories waiting for a reflection (at most `limit`), newest first.
 
         Those whose effective outcome (corrections overlaid) is `failed`, that
-        are not reflections, and that have no `done`/`unparseable` claim nor an
+        are not reflections nor eval tasks, and that have no `done`/`unparseable` claim nor an
         `in_progress` claim younger than `stale_claim_s`.
         """
         sql = (
             "SELECT t.id FROM trajectories_effective t "
             "LEFT JOIN reflection_claims c ON c.trajectory_id = t.id "
-            "WHERE t.outcome = 'failed' AND t.task_kind != ? "
+            "WHERE t.outcome = 'failed' AND t.task_kind NOT IN (?, ?) "
             "AND (c.trajectory_id IS NULL OR (c.status = 'in_progress' AND c.claimed_at < ?)) "
             "ORDER BY t.timestamp DESC, t.id DESC"
         )
-        params: list[Any] = [REFLECTION_TASK_KIND, time.time() - self.config.stale_claim_s]
+        params: list[Any] = [
+            REFLECTION_TASK_KIND,
+            EVAL_TASK_KIND,
+            time.time() - self.config.stale_claim_s,
+        ]
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
@@ -598,6 +606,8 @@ def _skip_reason(source: Trajectory | None) -> str | None:
         return "not in the store (only stored trajectories are reflected on)"
     if source.task_kind == REFLECTION_TASK_KIND or "reflected_from" in source.extra:
         return "is a reflection (reflections are never reflected on)"
+    if source.task_kind == EVAL_TASK_KIND:
+        return "is an eval task (benchmark items never become lessons)"
     if source.infrastructure_error:
         return f"ended by an infrastructure error ({source.infrastructure_error})"
     if source.outcome != Outcome.FAILED:
