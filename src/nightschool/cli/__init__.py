@@ -14,6 +14,7 @@ from nightschool.cli._evolve import evolve
 from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
+from nightschool.cli._serve import chat, serve
 
 app = typer.Typer(
     name="nightschool",
@@ -25,6 +26,8 @@ app = typer.Typer(
 app.command()(dream)
 app.command()(status)
 app.command()(reflect)
+app.command()(serve)
+app.command()(chat)
 app.command()(evolve)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")

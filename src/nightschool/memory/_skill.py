@@ -448,6 +448,17 @@ class SkillMemory(PlaybookRecords):
             self._archive(conn, rowids, reason)
         return len(rowids)
 
+    def retract(self, lesson_id: str, reason: str = "retracted") -> bool:
+        """Archive, then delete, one lesson by id (one transaction). Idempotent.
+
+        Returns:
+            True when the lesson existed and was removed.
+        """
+        with self._writing() as conn:
+            rows = conn.execute("SELECT rowid FROM lessons WHERE id = ?", (lesson_id,)).fetchall()
+            self._archive(conn, [int(r[0]) for r in rows], reason)
+        return bool(rows)
+
     def _archive(self, conn: sqlite3.Connection, rowids: Sequence[int], reason: str) -> None:
         if not rowids:
             return

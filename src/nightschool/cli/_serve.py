@@ -1,0 +1,351 @@
+"""`nightschool serve` (the OpenAI-compatible server) and `nightschool chat` (a terminal REPL)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    err,
+    errors_to_exit_codes,
+    open_store,
+    settings_from,
+)
+from nightschool.config import Settings
+from nightschool.errors import NightschoolError, UserError
+
+if TYPE_CHECKING:
+    from nightschool.memory import SkillMemory
+    from nightschool.server._chat import ChatBackend, LearnedView, TurnView
+    from nightschool.store import Store
+
+SHUTDOWN_WAIT_S = 60.0
+"""How long shutdown waits for background reflections before leaving them (seconds)."""
+
+UnsandboxedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsandboxed", help="Run the agent's tools WITHOUT bubblewrap isolation (unsafe)."
+    ),
+]
+LessonsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lessons/--no-lessons",
+        help="Show playbook lessons to the agent and learn new ones from corrections.",
+    ),
+]
+
+
+@dataclass
+class _Agent:
+    """The collaborators of a chat pipeline, closed together."""
+
+    pipeline: Any
+    store: Store
+    memory: SkillMemory | None
+    model_name: str
+
+    def close(self) -> None:
+        pending = self.pipeline.pending_background()
+        if pending:
+            err.print(
+                f"waiting up to {SHUTDOWN_WAIT_S:.0f} s for {pending} background reflection(s) ..."
+            )
+        try:
+            self.pipeline.close(wait=True, timeout_s=SHUTDOWN_WAIT_S)
+        finally:
+            if self.memory is not None:
+                self.memory.close()
+            self.store.close()
+
+
+@contextmanager
+def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[_Agent]:
+    """Check the sandbox and the model, open the store, build the pipeline; close all after.
+
+    Raises:
+        SandboxUnavailableError, ModelUnavailableError: preflight failed (exit 3).
+        UserError: bad model settings.
+    """
+    from nightschool.agent import AgentConfig, ChatPipeline
+    from nightschool.learning import PlaybookSink
+    from nightschool.llm import check_model, make_model
+    from nightschool.memory import SkillMemory
+    from nightschool.reflection import Reflector
+    from nightschool.sandbox import Sandbox, SandboxConfig
+
+    if unsandboxed:
+        err.print("[bold yellow]warning:[/] the agent's tools run WITHOUT a sandbox")
+    sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
+    with err.status("checking the sandbox and the model ..."):
+        sandbox.check()
+        chat_model = make_model(settings)
+        check_model(chat_model)
+    store = open_store(settings)
+    memory = None
+    try:
+        reflector = None
+        if lessons:
+            with err.status("loading the skill playbook ..."):
+                memory = SkillMemory(store)
+                memory.retrieve("warm up the playbook index", k=1)  # loads the embedder now
+            reflector = Reflector(store, chat_model, sink=PlaybookSink(memory))
+        pipeline = ChatPipeline(
+            model=chat_model,
+            store=store,
+            sandbox=sandbox,
+            memory=memory,
+            reflector=reflector,
+            workspace_root=settings.home_dir() / "workspaces",
+            config=AgentConfig(max_tokens=settings.max_tokens, temperature=settings.temperature),
+        )
+    except BaseException:
+        if memory is not None:
+            memory.close()
+        store.close()
+        raise
+    agent = _Agent(pipeline, store, memory, chat_model.name)
+    try:
+        yield agent
+    finally:
+        agent.close()
+
+
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; anything but loopback needs an API key.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="TCP port (0: pick a free one).")
+    ] = 8000,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    model_api_key: ApiKeyOpt = None,
+    lessons: LessonsOpt = True,
+    unsandboxed: UnsandboxedOpt = False,
+) -> None:
+    """Serve the agent as an OpenAI-compatible API (POST /v1/chat/completions).
+
+    Clients send `Authorization: Bearer $NIGHTSCHOOL_API_KEY`.
+
+    Without NIGHTSCHOOL_API_KEY the server only starts on a loopback address.
+
+    Ctrl-C stops it cleanly (background reflections get up to a minute to finish).
+    """
+    with errors_to_exit_codes():
+        import uvicorn
+
+        from nightschool.server import create_app, is_loopback
+        from nightschool.server._net import bind
+
+        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        if not settings.api_key and not is_loopback(host):
+            raise UserError(
+                f"refusing to listen on {host} without an API key: anyone who can reach "
+                "this address could use the agent and its tools",
+                hint="set NIGHTSCHOOL_API_KEY to a long random token, or use --host 127.0.0.1",
+            )
+        sock = bind(host, port)
+        try:
+            with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
+                app = create_app(
+                    agent.pipeline,
+                    store=agent.store,
+                    memory=agent.memory,
+                    api_key=settings.api_key,
+                    model_name="nightschool",
+                )
+                _announce(settings, agent, sock)
+                logging.basicConfig(
+                    level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+                )
+                config = uvicorn.Config(app, log_level="info", access_log=True, lifespan="off")
+                # uvicorn re-raises the Ctrl-C it handled once its shutdown is done
+                with contextlib.suppress(KeyboardInterrupt):
+                    uvicorn.Server(config).run(sockets=[sock])
+                err.print("server stopped; closing the agent and the database ...")
+        finally:
+            sock.close()
+        err.print("stopped")
+
+
+def _announce(settings: Settings, agent: _Agent, sock: socket.socket) -> None:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    playbook = f"{agent.memory.count()} lessons" if agent.memory is not None else "off"
+    err.print(
+        f"nightschool serving [bold]{agent.model_name}[/] · database "
+        f"{settings.database_path()} · playbook {playbook}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    err.print(
+        f"listening on http://{shown}:{port}/v1  (OpenAI base_url)", highlight=False, soft_wrap=True
+    )
+    if settings.api_key:
+        err.print("API key required: Authorization: Bearer $NIGHTSCHOOL_API_KEY")
+    else:
+        err.print(
+            f"[yellow]no NIGHTSCHOOL_API_KEY set:[/] requests are accepted without a key "
+            f"because {host} is a loopback address (only this machine can connect)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def chat(
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="URL of a running `nightschool serve` (e.g. http://127.0.0.1:8000/v1); "
+            "default: run the agent in this process.",
+            show_default=False,
+        ),
+    ] = None,
+    server_api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--server-api-key",
+            help="API key of that server (or NIGHTSCHOOL_API_KEY).",
+            envvar="NIGHTSCHOOL_API_KEY",
+            show_default=False,
+        ),
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(help="Session id (keeps the workspace across runs); default: a new one."),
+    ] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    model_api_key: ApiKeyOpt = None,
+    lessons: LessonsOpt = True,
+    unsandboxed: UnsandboxedOpt = False,
+) -> None:
+    """Chat with the agent in the terminal; shows when a lesson was used or learned.
+
+    Type /exit (or Ctrl-D, Ctrl-C) to leave, /reset to start a new conversation.
+    """
+    with errors_to_exit_codes():
+        from nightschool.server._chat import HttpBackend, LocalBackend
+        from nightschool.trajectory import new_id
+
+        session_id = session or f"chat-{new_id()[:12]}"
+        console = Console()
+        if server is not None:
+            if any(v is not None for v in (model, base_url, model_api_key)) or unsandboxed:
+                err.print("[yellow]note:[/] model and sandbox options are the server's; ignored")
+            remote = HttpBackend(server, api_key=server_api_key, session_id=session_id)
+            try:
+                remote.check()
+                console.print(f"chatting with {remote.base_url} · session {session_id}")
+                run_repl(remote, console, _reader(console))
+            finally:
+                remote.close()
+            return
+        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
+            console.print(
+                f"chatting with [bold]{agent.model_name}[/] in-process · session {session_id}"
+                " · /exit to leave",
+                highlight=False,
+            )
+            run_repl(LocalBackend(agent.pipeline, session_id), console, _reader(console))
+
+
+def _reader(console: Console) -> Callable[[], str]:
+    def read() -> str:
+        return console.input("[bold cyan]you>[/] ")
+
+    return read
+
+
+def run_repl(backend: ChatBackend, console: Console, read_line: Callable[[], str]) -> None:
+    """The chat loop: read a line, run a turn, print the reply and what was learned.
+
+    Leaves on `/exit`, `/quit`, end of input (Ctrl-D) or Ctrl-C; a turn that fails
+    (model down, refused request) prints the error and drops that message, so
+    the conversation continues.
+    """
+    messages: list[Any] = []
+    while True:
+        _show_learned(console, backend.poll())
+        try:
+            line = read_line()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            break
+        if text == "/reset":
+            messages = []
+            console.print("[dim]new conversation[/]")
+            continue
+        messages.append({"role": "user", "content": line})
+        try:
+            with console.status("thinking ..."):
+                turn = backend.send(messages)
+        except KeyboardInterrupt:
+            console.print("\n[yellow]interrupted[/]")
+            break
+        except NightschoolError as exc:
+            messages.pop()
+            console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+            continue
+        messages.append({"role": "assistant", "content": turn.reply})
+        _show_turn(console, turn)
+    _show_learned(console, backend.poll())
+
+
+def _show_turn(console: Console, turn: TurnView) -> None:
+    correction = turn.correction
+    if correction:
+        console.print(
+            f"[magenta]↺ correction:[/] the previous turn {correction['trajectory_id'][:12]} "
+            f"is marked failed (overlap {correction['jaccard']:.2f}); "
+            f"{correction['lessons_retracted']} lesson(s) retracted"
+            + (
+                "; learning from it in the background" if correction["reflection_scheduled"] else ""
+            ),
+            highlight=False,
+        )
+    console.print(f"[bold green]agent>[/] {escape(turn.reply)}", highlight=False)
+    notes = []
+    if turn.lessons_shown:
+        notes.append(f"lessons used: {', '.join(turn.lessons_shown)}")
+    if turn.tool_calls:
+        notes.append(
+            "tools: " + ", ".join(n + (" (error)" if e else "") for n, e in turn.tool_calls)
+        )
+    if turn.outcome == "failed":
+        notes.append("judged failed by the verifier")
+    if notes:
+        console.print(f"[dim]{escape(' · '.join(notes))}[/]", highlight=False)
+
+
+def _show_learned(console: Console, results: list[LearnedView]) -> None:
+    for result in results:
+        source = result.trajectory_id[:12]
+        if result.status == "ok" and result.lesson_id:
+            line = f"[green]✓ learned lesson {result.lesson_id}[/] from turn {source}: "
+        elif result.status == "failed":
+            line = f"[red]✗ reflection on turn {source} failed:[/] "
+        else:
+            line = f"[yellow]· no lesson from turn {source}:[/] "
+        console.print(line + escape(result.detail[:160]), highlight=False)
