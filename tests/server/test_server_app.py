@@ -186,6 +186,19 @@ def test_non_streaming_completion_has_openai_shape_and_extension(
     assert ext["session_id"] == pipeline.calls[0][1]
 
 
+def test_task_kind_header_records_eval_turns_and_rejects_unknown_kinds(
+    client: TestClient, store: Store
+) -> None:
+    body = chat(client, USER_HI, **{"X-Nightschool-Task-Kind": "eval"}).json()
+    stored = store.get_trajectory(body["nightschool"]["trajectory_id"])
+    assert stored is not None and stored.task_kind == "eval"
+    assert body["nightschool"]["model"] == stored.model
+    plain = chat(client, USER_HI).json()["nightschool"]["trajectory_id"]
+    assert store.get_trajectory(plain).task_kind == "chat"  # type: ignore[union-attr]
+    bad = chat(client, USER_HI, **{"X-Nightschool-Task-Kind": "selfplay"})
+    assert_openai_error(bad, 400, "invalid_task_kind")
+
+
 def test_correction_is_reported_in_the_extension(client: TestClient) -> None:
     body = chat(client, {"messages": [{"role": "user", "content": "No, I meant bash"}]}).json()
     assert body["nightschool"]["correction"] == {

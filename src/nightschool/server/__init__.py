@@ -9,11 +9,12 @@ background thread for tests and benchmarks. Importing this package starts nothin
 """
 
 from nightschool.server._net import is_loopback, serve_in_thread
-from nightschool.server._wire import SESSION_HEADER, ApiError, ServerLimits
+from nightschool.server._wire import SESSION_HEADER, TASK_KIND_HEADER, ApiError, ServerLimits
 from nightschool.server.app import ChatService, create_app
 
 __all__ = [
     "SESSION_HEADER",
+    "TASK_KIND_HEADER",
     "ApiError",
     "ChatService",
     "ServerLimits",

@@ -193,6 +193,7 @@ def extension_json(result: Any, session_id: str) -> Mapping[str, Any]:
     return {
         "trajectory_id": trajectory.id,
         "session_id": session_id,
+        "model": trajectory.model,
         "outcome": trajectory.outcome.value,
         "lessons_shown": list(result.lessons_shown),
         "tool_calls": [{"name": call.name, "error": call.error} for call in result.tool_calls],

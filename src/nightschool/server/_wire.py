@@ -21,6 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from nightschool.llm import Message
 
 SESSION_HEADER = "X-Nightschool-Session"
+
+TASK_KIND_HEADER = "X-Nightschool-Task-Kind"
+"""Optional request header: `chat` (default) or `eval`. Eval turns are recorded with
+`task_kind="eval"`, so an eval suite run over HTTP never feeds the Reflector."""
+
+TASK_KINDS = ("chat", "eval")
+"""Values `TASK_KIND_HEADER` accepts."""
 """Request header that names the chat session (workspace and correction tracking)."""
 
 MAX_SESSION_ID_CHARS = 128

@@ -44,6 +44,8 @@ from nightschool.llm import Message
 from nightschool.server._admin import admin_router, extension_json
 from nightschool.server._wire import (
     SESSION_HEADER,
+    TASK_KIND_HEADER,
+    TASK_KINDS,
     ApiError,
     ChatCompletionRequest,
     ServerLimits,
@@ -149,8 +151,15 @@ def create_app(
     ) -> JSONResponse | StreamingResponse:
         messages = to_messages(payload, limits)
         session_id = session_id_for(request.headers.get(SESSION_HEADER), payload.user, messages)
+        task_kind = (request.headers.get(TASK_KIND_HEADER) or "chat").strip().lower()
+        if task_kind not in TASK_KINDS:
+            raise ApiError(
+                400,
+                f"{TASK_KIND_HEADER} must be one of {', '.join(TASK_KINDS)}, got {task_kind!r}",
+                code="invalid_task_kind",
+            )
         try:
-            result = pipeline.handle(messages, session_id=session_id, task_kind="chat")
+            result = pipeline.handle(messages, session_id=session_id, task_kind=task_kind)
         except (UserError, InfrastructureError, StoreError) as exc:
             raise _api_error_for(exc) from exc
         tokens = usage(int(result.tokens_in), int(result.tokens_out))
