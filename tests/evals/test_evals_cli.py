@@ -343,3 +343,12 @@ def test_e2e_http_runner_against_nightschool_serve(tmp_path: Path) -> None:
     assert (runner, status) == ("http", "completed")
     assert json.loads(detail)["judged_by"] == "tool calls"  # the extension was read
     assert kinds == [("chat",)] or kinds == [("eval",)]
+
+
+def test_tables_print_names_from_servers_literally(_isolated_home: Path, tmp_path: Path) -> None:
+    """A model name (reported by a server) is data, not Rich markup."""
+    run_id = stored_run(_isolated_home, [True, False], model="llama [/INST] [bold]q")
+    code, out = invoke("eval", "runs")
+    assert code == 0 and "[/INST] [bold]q" in out, out
+    code, out = invoke("eval", "freeze", "--run", run_id, "-o", str(tmp_path / "b.json"))
+    assert code == 0 and "[/INST] [bold]q" in out, out

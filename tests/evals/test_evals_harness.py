@@ -306,8 +306,13 @@ def test_http_runner_timeout_and_unreachable_server(store: Store) -> None:
 
     with nightschool_stub(slow) as url:
         result = run_eval(
-            get_suite("post_learning"), HttpRunner(url), store, None, limit=1, timeout_s=0.5
-        )  # type: ignore[arg-type]
+            get_suite("post_learning"),
+            HttpRunner(url),
+            store,
+            None,  # type: ignore[arg-type]
+            limit=1,
+            timeout_s=0.5,
+        )
     assert result.results[0].error == "timeout"
     with pytest.raises(ModelUnavailableError, match="unreachable"):
         run_eval(get_suite("post_learning"), HttpRunner("http://127.0.0.1:9"), store, None)  # type: ignore[arg-type]

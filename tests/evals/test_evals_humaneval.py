@@ -93,3 +93,18 @@ def test_task_code_has_no_network_in_the_sandbox(sandbox: Sandbox) -> None:
     score = run_program(sandbox, build_program(problem, body))
     assert not score.passed
     assert "unreachable" in (score.error or "").lower() or "OSError" in (score.error or "")
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["import sys\nsys.exit(0)", "import unittest\nunittest.main()", "exit()"],
+    ids=["sys.exit", "unittest.main", "exit"],
+)
+def test_a_reply_that_exits_before_check_fails(sandbox: Sandbox, tail: str) -> None:
+    """Exit status 0 is no proof: the program must reach the end, after `check` ran."""
+    problem = load_problems()[53]  # add(x, y)
+    wrong = f"```python\ndef add(x, y):\n    return x - y\n\n{tail}\n```"
+    score = score_reply(problem, reply(wrong), sandbox)
+    assert not score.passed and score.score == 0.0
+    right = "```python\ndef add(x, y):\n    return x + y\n```"
+    assert score_reply(problem, reply(right), sandbox).passed

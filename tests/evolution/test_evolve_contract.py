@@ -94,3 +94,111 @@ def test_contract_text_names_the_whole_api_and_the_allow_list() -> None:
         assert f"harness.{name}" in CONTRACT_TEXT
     for module in ALLOWED_IMPORTS:
         assert f"`{module}`" in CONTRACT_TEXT
+
+
+# Escapes that passed the first version of the lint (review of 2026-11-21): each
+# reaches `sys`, the builtins or the runner's globals without a dunder or getattr.
+BYPASSES = [
+    (
+        "re.enum.sys",
+        "import re\n\ndef solve(task, harness):\n    return str(re.enum.sys.modules)\n",
+    ),
+    (
+        "from re import enum",
+        "from re import enum\n\ndef solve(task, harness):\n    return enum.sys\n",
+    ),
+    ("re.functools", "import re\n\ndef solve(task, harness):\n    return re.functools\n"),
+    ("re private module", "import re\n\ndef solve(task, harness):\n    return re._compiler\n"),
+    (
+        "alias by walrus",
+        "import re\n\ndef solve(task, harness):\n    (m := re)\n    return m.enum\n",
+    ),
+    (
+        "alias by assignment",
+        "import re as r\n\ndef solve(task, harness):\n    m = r\n    return m\n",
+    ),
+    (
+        "alias by lambda default",
+        "import re\n\ndef solve(task, harness):\n    return (lambda m=re: m)()\n",
+    ),
+    (
+        "match on the module",
+        "import re\n\ndef solve(task, harness):\n    match re:\n"
+        "        case object(enum=e):\n            return e.sys\n    return ''\n",
+    ),
+    (
+        "generator frame builtins",
+        "def solve(task, harness):\n    g = (i for i in [0])\n"
+        "    return g.gi_frame.f_builtins['op' + 'en']\n",
+    ),
+    (
+        "caller frame globals",
+        "def solve(task, harness):\n    def gen():\n        yield 1\n    g = gen()\n"
+        "    return g.gi_frame.f_back.f_globals\n",
+    ),
+    (
+        "match class pattern attribute",
+        "def solve(task, harness):\n    g = (i for i in [0])\n    match g:\n"
+        "        case object(gi_frame=f):\n            return f\n    return ''\n",
+    ),
+    ("code object", "def solve(task, harness):\n    return (i for i in []).gi_code.co_consts\n"),
+    ("private attribute", "def solve(task, harness):\n    return task._cache\n"),
+    ("f-string", "import re\n\ndef solve(task, harness):\n    return f'{re.enum.sys}'\n"),
+    ("site license", "def solve(task, harness):\n    return str(license())\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "source"), BYPASSES, ids=[b[0] for b in BYPASSES])
+def test_reflection_bypasses_are_rejected(name: str, source: str) -> None:
+    assert lint_strategy(source), name
+
+
+def test_module_api_is_usable_and_reaches_no_module_or_frame() -> None:
+    import math
+    import re
+    import types
+
+    from nightschool.evolution.contract import INTROSPECTION_PREFIXES, MODULE_API
+
+    source = (
+        "import re\nfrom math import floor\n\ndef solve(task, harness):\n"
+        "    m = re.compile(r'(\\d+)').search(task['prompt'])\n"
+        "    n = floor(int(m.group(1)) / 2) if m else 1\n"
+        "    return re.sub(r'x', 'y', harness.sample(prompt_extra=str(n)), flags=re.M)\n"
+    )
+    assert lint_strategy(source) == []
+    seen: set[int] = set()
+    reached: list[str] = []
+
+    def walk(obj: object, path: str, depth: int) -> None:
+        if depth > 4 or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        for attr in dir(obj):
+            if attr.startswith("_") or attr.startswith(INTROSPECTION_PREFIXES):
+                continue
+            try:
+                value = getattr(obj, attr)
+            except Exception:
+                continue
+            if isinstance(value, types.ModuleType | types.FrameType | types.CodeType):
+                reached.append(f"{path}.{attr}")
+            walk(value, f"{path}.{attr}", depth + 1)
+
+    modules = {"re": re, "math": math}
+    for module, names in MODULE_API.items():
+        for name in sorted(names):
+            walk(getattr(modules[module], name), f"{module}.{name}", 1)
+    assert reached == []
+
+
+def test_contract_text_states_the_harness_text_limits() -> None:
+    from nightschool.evolution.harness import (
+        MAX_CODE_CHARS,
+        MAX_FEEDBACK_CHARS,
+        MAX_PROMPT_EXTRA_CHARS,
+    )
+
+    assert MAX_PROMPT_EXTRA_CHARS == MAX_FEEDBACK_CHARS
+    assert f"prompt_extra and feedback at most {MAX_FEEDBACK_CHARS} characters" in CONTRACT_TEXT
+    assert f"code at most {MAX_CODE_CHARS}" in CONTRACT_TEXT

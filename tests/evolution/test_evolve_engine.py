@@ -269,7 +269,8 @@ def test_interrupt_mid_generation_loses_only_that_generation(tmp_path: Path) -> 
         return base.complete(messages).text
 
     run_dir = tmp_path / "r"
-    first = Evolution.start(run_dir, cfg, model=ScriptedModel(interrupting), sandbox=Sandbox())
+    solver = ScriptedModel(interrupting, name="scripted-solver")  # the name world() uses
+    first = Evolution.start(run_dir, cfg, model=solver, sandbox=Sandbox())
     with pytest.raises(KeyboardInterrupt):
         first.run()
     saved = load_checkpoint(run_dir)
@@ -321,3 +322,56 @@ def test_holdout_is_disjoint_from_train_and_overlap_is_caught() -> None:
     with pytest.raises(AssertionError):
         assert_disjoint(train, [twin])
     assert draw_holdout(12, train, seed=1) == holdout  # deterministic given the seed
+
+
+def test_report_prints_untrusted_text_literally() -> None:
+    """Author faults carry server and model text; Rich must not read it as markup."""
+    import io
+
+    from rich.console import Console
+
+    from nightschool.evolution.report import print_report
+
+    detail = "infrastructure: m:infrastructure: ModelResponseError: HTTP 400 [/INST] [bold]x"
+    row: dict[str, Any] = {"name": "g1c1", "parent": "sample", "status": "author_failed"}
+    row["score"] = None
+    row |= {"cost": None, "gzip_bytes": 0, "detail": detail}
+    base: dict[str, Any] = {"name": "sample", "parent": None, "status": "baseline"}
+    base |= {"score": 0.0, "cost": 9.0}
+    base |= {"gzip_bytes": 99, "detail": ""}
+    state: dict[str, Any] = {
+        "status": "failed",
+        "error": f"generation 1: all 1 candidate(s) failed to be authored (first: {detail})",
+        "config": {},
+        "train": [],
+        "generations": [{"generation": 0, "champion": "sample", "rows": [base]}],
+        "failed_generation": {"generation": 1, "rows": [row]},
+        "archive": [{**base, "generation": 0}, {**row, "generation": 1}],
+        "verdict": None,
+        "holdout": None,
+    }
+    out = io.StringIO()
+    print_report(Console(file=out, width=300, color_system=None), state)
+    assert "[/INST] [bold]x" in out.getvalue()
+
+
+def test_resume_refuses_another_solver_model(tmp_path: Path) -> None:
+    cfg = config()
+    Evolution.start(tmp_path / "r", cfg, model=ScriptedModel([], name="a"), sandbox=Sandbox())
+    with pytest.raises(UserError, match="started with the solver model 'a', not 'b'"):
+        Evolution.resume(tmp_path / "r", model=ScriptedModel([], name="b"), sandbox=Sandbox())
+    Evolution.resume(tmp_path / "r", model=ScriptedModel([], name="a"), sandbox=Sandbox())
+
+
+def test_disjointness_is_checked_under_python_O() -> None:
+    """`assert` statements vanish under -O; the holdout check must not."""
+    import subprocess
+    import sys
+
+    code = (
+        "from nightschool.evolution.tasks import assert_disjoint, draw_train\n"
+        "train = draw_train(3, seed=1)\n"
+        "try:\n    assert_disjoint(train, train[:1])\nexcept AssertionError:\n    print('caught')\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "caught", out.stderr

@@ -154,3 +154,73 @@ def test_dispatch_refuses_unknown_calls(sandbox: Sandbox, challenge: Challenge) 
     with pytest.raises(ValueError, match="unknown harness call"):
         harness.dispatch("verify", {})
     assert harness.dispatch("budget_left", {}) == 1
+
+
+def test_oversized_model_arguments_are_the_strategys_error_not_a_model_fault(
+    sandbox: Sandbox, challenge: Challenge
+) -> None:
+    """A prompt the backend would refuse (ModelResponseError, exit 3) must never be sent."""
+    from nightschool.evolution.harness import MAX_CODE_CHARS, MAX_PROMPT_EXTRA_CHARS
+
+    model = ScriptedModel([fenced("print(1)")])
+    harness = Harness(model, sandbox, challenge, budget=1)
+    with pytest.raises(ValueError, match="prompt_extra"):
+        harness.sample(prompt_extra="x" * (MAX_PROMPT_EXTRA_CHARS + 1))
+    with pytest.raises(ValueError, match="code"):
+        harness.refine("x" * (MAX_CODE_CHARS + 1), "FAILED")
+    with pytest.raises(ValueError, match="code"):
+        harness.critique("x" * (MAX_CODE_CHARS + 1))
+    assert model.calls == [] and harness.budget_left == 1
+    source = (
+        "def solve(task, harness):\n    try:\n"
+        "        harness.sample(prompt_extra='x' * 100000)\n"
+        "    except Exception as exc:\n        return 'refused ' + str(harness.budget_left)\n"
+        "    return 'sent'\n"
+    )
+    harness, result = play(sandbox, challenge, source, [fenced("print(1)")], budget=1)
+    assert (result.status, result.code) == ("ok", "refused 1")
+
+
+def test_an_over_long_protocol_line_ends_the_play(
+    sandbox: Sandbox, challenge: Challenge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nightschool.evolution import runner
+
+    monkeypatch.setattr(runner, "MAX_LINE_BYTES", 10_000)
+    source = "def solve(task, harness):\n    harness.run_tests('x' * 50000)\n    return 'done'\n"
+    harness, result = play(sandbox, challenge, source)
+    assert result.status == "error" and "protocol line over 10000 bytes" in result.detail
+    assert harness.test_runs == 0
+
+
+@pytest.mark.filterwarnings("ignore:running code WITHOUT a sandbox")
+def test_a_runner_that_closes_its_output_and_hangs_is_a_crash(challenge: Challenge) -> None:
+    """Unlinted code that closes the protocol pipe and hangs must not crash the parent.
+
+    `--unsandboxed` runs the runner directly (under bubblewrap its own process
+    keeps the pipe open, and the step timeout ends the play instead).
+    """
+    from nightschool.sandbox import SandboxConfig
+
+    unsandboxed = Sandbox(SandboxConfig(unsandboxed=True))
+    source = (
+        "import os, time\nos.close(1)\ntime.sleep(20)\ndef solve(task, harness):\n    return ''\n"
+    )
+    _, result = play(unsandboxed, challenge, source)
+    assert result.status == "crash" and "closed its output" in result.detail
+    assert result.duration_s < 15
+
+
+def test_lone_surrogates_from_a_strategy_cannot_crash_the_parent(
+    sandbox: Sandbox, challenge: Challenge
+) -> None:
+    """`chr(0xD800)` survives JSON but not UTF-8: re-verifying it must fail, not raise."""
+    source = "def solve(task, harness):\n    return 'print(1)' + chr(0xD800)\n"
+    harness, result = play(sandbox, challenge, source)
+    assert result.status == "ok" and result.code.startswith("print(1)")
+    result.code.encode("utf-8")
+    assert harness.verify(result.code)[0] is False
+    raising = "def solve(task, harness):\n    raise ValueError('bad ' + chr(0xDC80))\n"
+    _, failed = play(sandbox, challenge, raising)
+    assert failed.status == "error" and "bad" in failed.detail
+    failed.detail.encode("utf-8")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -245,9 +246,9 @@ def _execute(
                 def on_result(index: int, task: Any, result: Any) -> None:
                     state["done"] += 1
                     mark = "[green]✓[/]" if result.passed else "[red]✗[/]"
-                    why = "" if result.passed else f" [dim]{(result.error or '')[:90]}[/]"
+                    why = "" if result.passed else f" [dim]{escape((result.error or '')[:90])}[/]"
                     progress.console.print(
-                        f"{mark} {task.id:<40} {result.duration_s:6.1f}s "
+                        f"{mark} {escape(f'{task.id:<40}')} {result.duration_s:6.1f}s "
                         f"{result.tokens_in + result.tokens_out:6d} tok{why}",
                         highlight=False,
                     )
@@ -277,14 +278,14 @@ def _summary(run: EvalRun) -> Table:
     rate = run.pass_rate
     timeouts = sum(1 for r in run.results if r.error == "timeout")
     n = max(1, len(run.results))
-    table = Table(title=f"eval {run.suite} · run {run.id} · {run.status}")
+    table = Table(title=escape(f"eval {run.suite} · run {run.id} · {run.status}"))
     for column in ("runner", "model", "passed", "pass@1 [95% Wilson CI]"):
         table.add_column(column)
     for column in ("timeouts", "tok/task", "s/task"):
         table.add_column(column, justify="right")
     table.add_row(
-        run.runner,
-        run.model,
+        escape(run.runner),
+        escape(run.model),
         f"{rate.passed}/{rate.n}",
         f"{rate.rate:.3f} [{rate.low:.3f}, {rate.high:.3f}]",
         str(timeouts),
@@ -385,7 +386,7 @@ def freeze(
                 err.print(f"[yellow]warning:[/] run {result.id} is {result.status}")
             path = write_baseline(result, output)
             Console().print(_summary(result))
-            Console().print(f"baseline written to {path}", highlight=False)
+            Console().print(f"baseline written to {escape(str(path))}", highlight=False)
         finally:
             store.close()
 
@@ -490,7 +491,9 @@ def compare_cmd(
         console.print(_test_line(comparison, alpha), highlight=False)
         if comparison.regression:
             shown = ", ".join(comparison.regressed_tasks[:10])
-            console.print(f"[bold red]REGRESSION[/]: {comparison.reason}; regressed: {shown}")
+            console.print(
+                f"[bold red]REGRESSION[/]: {escape(comparison.reason)}; regressed: {escape(shown)}"
+            )
             raise typer.Exit(1)
         console.print(f"[green]no regression[/]: {comparison.reason}")
 
@@ -517,10 +520,10 @@ def runs(
                 table.add_row(
                     item.id[:12],
                     item.started_at,
-                    item.suite,
-                    item.runner,
-                    item.model,
-                    item.status,
+                    escape(item.suite),
+                    escape(item.runner),
+                    escape(item.model),
+                    escape(item.status),
                     f"{rate.rate:.3f} ({rate.passed}/{rate.n}) [{rate.low:.2f}, {rate.high:.2f}]",
                 )
             Console().print(table)

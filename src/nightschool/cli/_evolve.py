@@ -61,7 +61,7 @@ def evolve(
         typer.Option(
             "--resume",
             help="Continue the run in this directory after its last "
-            "completed generation (its stored settings win).",
+            "completed generation (its stored settings win; give the same --model).",
         ),
     ] = None,
     fallback_model: Annotated[

@@ -12,7 +12,11 @@ the problem's prompt (so helpers and imports of the prompt stay defined and
 the new definition wins), anything else is taken as the body completion and
 indented under the prompt's signature. The program `prompt/completion + test +
 check(entry_point)` runs in the bubblewrap sandbox (no network) with a
-wall-clock limit; the task passes when it exits 0.
+wall-clock limit; the task passes when it runs to its end, proven by a last
+line `raise SystemExit(k)` with a fresh random k per run. Exit status 0 is
+not enough: a reply that ends with `unittest.main()`, `sys.exit(0)` or
+`exit()` would stop the program before `check` runs (the reference harness
+also counts a `SystemExit` as a failure).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import gzip
 import importlib.resources
 import json
 import re
+import secrets
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,18 +143,26 @@ def extract_completion(text: str) -> str | None:
 
 
 def run_program(sandbox: Sandbox, program: str, timeout_s: float = RUN_TIMEOUT_S) -> Score:
-    """Run a test program in a fresh sandbox workspace; pass when it exits 0.
+    """Run a test program in a fresh sandbox workspace; pass when it runs to its end.
+
+    The program gets a last line `raise SystemExit(k)`, k drawn in 3..120 per
+    call; it passes only with exit status k (see the module docstring).
 
     Raises:
         SandboxFaultError: the sandbox could not start the run.
     """
+    finished = 3 + secrets.randbelow(118)
     result = sandbox.run(
-        python_argv("program.py"), files={"program.py": program}, timeout_s=timeout_s
+        python_argv("program.py"),
+        files={"program.py": f"{program}\nraise SystemExit({finished})\n"},
+        timeout_s=timeout_s,
     )
-    if result.ok:
+    if result.returncode == finished and not result.timed_out:
         return Score(True, 1.0, detail={"run_s": round(result.duration_s, 4)})
     if result.timed_out:
         error = f"test program timed out after {timeout_s:g} s"
+    elif result.returncode == 0:
+        error = "the program exited (status 0) before `check` finished"
     else:
         lines = result.stderr.strip().splitlines() or result.stdout.strip().splitlines()
         error = (lines[-1] if lines else f"exit status {result.returncode}")[:300]

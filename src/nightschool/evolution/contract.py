@@ -8,9 +8,15 @@ contract on the source before it ever runs; the source also runs inside the
 sandbox (`nightschool.evolution.runner`), so a lint bypass still has no
 network and no host filesystem.
 
-Import allow-list: `re`, `math` and nothing else. Both are pure standard
-library with no I/O, no process control and no access to other modules;
-they help a strategy parse feedback (`re`) or pace its budget (`math`).
+Import allow-list: `re`, `math` and nothing else, each used only as
+`module.<public name>` from `MODULE_API`. Both are pure standard library with
+no I/O and no process control, but `re` holds other modules as attributes
+(`re.enum.sys`, `re.functools`, `from re import enum`), so the module object
+itself may not be aliased, passed or matched on, and only its documented API
+(`re.__all__`, the public functions and constants of `math`) may be named.
+Reflection is closed without dunders too: no private attributes (`_x`) and no
+frame/code/traceback attributes (`gi_frame.f_builtins` reaches every builtin),
+in attribute chains and in `match` class patterns alike.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ __all__ = [
     "CONTRACT_TEXT",
     "FORBIDDEN_NAMES",
     "HARNESS_API",
+    "INTROSPECTION_PREFIXES",
+    "MODULE_API",
     "ContractViolation",
     "StrategyContractError",
     "check_strategy",
@@ -32,6 +40,115 @@ __all__ = [
 
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"re", "math"})
 """Modules a strategy may import (pure stdlib, no I/O)."""
+
+MODULE_API: dict[str, frozenset[str]] = {
+    "re": frozenset(
+        [
+            "match",
+            "fullmatch",
+            "search",
+            "sub",
+            "subn",
+            "split",
+            "findall",
+            "finditer",
+            "compile",
+            "purge",
+            "escape",
+            "error",
+            "Pattern",
+            "Match",
+            "RegexFlag",
+            "A",
+            "I",
+            "L",
+            "M",
+            "S",
+            "X",
+            "U",
+            "ASCII",
+            "IGNORECASE",
+            "LOCALE",
+            "MULTILINE",
+            "DOTALL",
+            "VERBOSE",
+            "UNICODE",
+            "NOFLAG",
+        ]
+    ),
+    "math": frozenset(
+        [
+            "acos",
+            "acosh",
+            "asin",
+            "asinh",
+            "atan",
+            "atan2",
+            "atanh",
+            "cbrt",
+            "ceil",
+            "comb",
+            "copysign",
+            "cos",
+            "cosh",
+            "degrees",
+            "dist",
+            "e",
+            "erf",
+            "erfc",
+            "exp",
+            "exp2",
+            "expm1",
+            "fabs",
+            "factorial",
+            "floor",
+            "fmod",
+            "frexp",
+            "fsum",
+            "gamma",
+            "gcd",
+            "hypot",
+            "inf",
+            "isclose",
+            "isfinite",
+            "isinf",
+            "isnan",
+            "isqrt",
+            "lcm",
+            "ldexp",
+            "lgamma",
+            "log",
+            "log10",
+            "log1p",
+            "log2",
+            "modf",
+            "nan",
+            "nextafter",
+            "perm",
+            "pi",
+            "pow",
+            "prod",
+            "radians",
+            "remainder",
+            "sin",
+            "sinh",
+            "sqrt",
+            "tan",
+            "tanh",
+            "tau",
+            "trunc",
+            "ulp",
+        ]
+    ),
+}
+"""The names a strategy may use from each allowed module (Python 3.11: `re.__all__`
+without the deprecated `template`, and every public name of `math`). None of
+them leads to a module, frame or code object by a public attribute chain (a
+test walks them)."""
+
+INTROSPECTION_PREFIXES: tuple[str, ...] = ("gi_", "cr_", "ag_", "f_", "tb_", "co_")
+"""Attribute prefixes of generator, coroutine, frame, traceback and code objects
+(`g.gi_frame.f_globals`, `.f_builtins`, `.f_back`): reflection on globals."""
 
 HARNESS_API: frozenset[str] = frozenset(
     {"sample", "refine", "critique", "run_tests", "budget_left"}
@@ -77,6 +194,10 @@ FORBIDDEN_NAMES: frozenset[str] = frozenset(
         "io",
         "pickle",
         "marshal",
+        # site's builtins: `license()` reads files from disk and calls input().
+        "license",
+        "credits",
+        "copyright",
     }
 )
 """Names a strategy may not mention: dynamic code, reflection, filesystem, processes, network."""
@@ -104,10 +225,16 @@ exception (catch it with `except Exception`).
       runs the task's checker: "PASSED" when it passes, else "FAILED: " and the
       checker's output tail. Costs no model call (limited to budget + 1 runs).
   harness.budget_left -> int   (a property: model calls left)
+Text limits (a longer argument raises an exception and costs nothing):
+prompt_extra and feedback at most 2000 characters, code at most 6000.
 Rules (checked by a linter; violations reject the strategy):
   - imports: only `re` and `math`;
+  - re and math only as re.<function>(...) / math.<function>(...) (or
+    `from math import floor`): no other use of the module object itself;
   - no eval, exec, compile, __import__, open, getattr/setattr/delattr/hasattr,
-    globals, locals, vars, dir, input; no dunder names or attributes (__x__);
+    globals, locals, vars, dir, input; no dunder names or attributes (__x__),
+    no private attributes (._x), no frame/generator/code attributes (gi_*, f_*,
+    tb_*, co_*, cr_*, ag_*), also not as `match` class-pattern keywords;
   - no os, sys, subprocess, socket, importlib, pathlib or other system modules;
   - only harness.sample/refine/critique/run_tests/budget_left on the harness.
 The harness re-runs the checker on the code you return; a claimed score is ignored.
@@ -153,10 +280,22 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
+def _attribute_problem(attr: str) -> str | None:
+    """Why an attribute name is forbidden on any object, or None."""
+    if _is_dunder(attr):
+        return f"dunder attribute access .{attr}"
+    if attr.startswith("_"):
+        return f"private attribute access .{attr}"
+    if attr.startswith(INTROSPECTION_PREFIXES):
+        return f"frame/code introspection attribute .{attr}"
+    return None
+
+
 class _Linter(ast.NodeVisitor):
     def __init__(self) -> None:
         self.found: list[ContractViolation] = []
         self.harness_names: set[str] = set()
+        self.module_aliases: dict[str, str] = {}
 
     def flag(self, node: ast.AST, message: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -178,6 +317,8 @@ class _Linter(ast.NodeVisitor):
         for alias in node.names:
             if alias.name == "*" or _is_dunder(alias.name):
                 self.flag(node, f"import of {alias.name!r} from a module")
+            elif module in MODULE_API and alias.name not in MODULE_API[module]:
+                self.flag(node, f"import of {alias.name!r} from {module!r} (not part of its API)")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -185,18 +326,37 @@ class _Linter(ast.NodeVisitor):
             self.flag(node, f"use of forbidden name {node.id!r}")
         elif _is_dunder(node.id):
             self.flag(node, f"use of dunder name {node.id!r}")
+        elif node.id in self.module_aliases:
+            module = self.module_aliases[node.id]
+            self.flag(node, f"module {module!r} may only be used as {module}.<name>")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _is_dunder(node.attr):
-            self.flag(node, f"dunder attribute access .{node.attr}")
-        elif (
-            isinstance(node.value, ast.Name)
-            and node.value.id in self.harness_names
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in self.module_aliases:
+            module = self.module_aliases[value.id]
+            if node.attr not in MODULE_API[module]:
+                self.flag(node, f"{module}.{node.attr} is not part of the {module!r} API")
+            return  # `re.sub` is the one allowed use of the module name
+        problem = _attribute_problem(node.attr)
+        if (
+            isinstance(value, ast.Name)
+            and value.id in self.harness_names
             and node.attr not in HARNESS_API
+            and not _is_dunder(node.attr)
         ):
             api = ", ".join(sorted(HARNESS_API))
             self.flag(node, f"harness.{node.attr} is not part of the harness API ({api})")
+        elif problem is not None:
+            self.flag(node, problem)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # `case object(gi_frame=f)` reads an attribute without an Attribute node.
+        for attr in node.kwd_attrs:
+            problem = _attribute_problem(attr)
+            if problem is not None:
+                self.flag(node, f"{problem} (in a match class pattern)")
         self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:
@@ -265,6 +425,10 @@ def lint_strategy(source: str) -> list[ContractViolation]:
             for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
                 if arg.arg == "harness":
                     linter.harness_names.add("harness")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULE_API:
+                    linter.module_aliases[alias.asname or alias.name] = alias.name
     linter.visit(tree)
     return sorted(linter.found, key=lambda v: (v.line, v.col))
 

@@ -86,11 +86,15 @@ class EvolutionConfig(BaseModel):
     temperature: float = Field(default=0.2, ge=0.0)
     """Default sampling temperature of harness calls."""
     author_temperature: float = Field(default=0.7, ge=0.0)
+    """Sampling temperature of the author (diversity across the population)."""
     author_max_tokens: int = Field(default=768, gt=0)
+    """Completion cap of one authoring call, tokens."""
     author_grammar: bool = False
     """Constrain the author with `AUTHOR_GRAMMAR` (for a small local model)."""
     gate_mode: Literal["superiority", "noninferiority_cheaper"] = "superiority"
+    """Promotion gate mode (see `nightschool.evolution.gate`)."""
     gate_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    """One-sided false-promotion rate of the holdout gate."""
 
 
 def _stable_seed(*parts: object) -> int:
@@ -182,10 +186,22 @@ class Evolution:
     def resume(cls, run_dir: Path, **kwargs: Any) -> Evolution:
         """Load the run in `run_dir`; `run()` continues after its last completed generation.
 
+        An unfinished run continues only with the solver model it started with:
+        train scores of earlier generations and the recorded provenance
+        (`state["models"]`) belong to that model.
+
         Raises:
-            UserError: no valid checkpoint in `run_dir`.
+            UserError: no valid checkpoint in `run_dir`, or `model` is not the
+                run's solver model (while the run is unfinished).
         """
-        return cls(run_dir, load_checkpoint(run_dir), **kwargs)
+        run = cls(run_dir, load_checkpoint(run_dir), **kwargs)
+        solver = run.state.get("models", {}).get("solver")
+        if run.state["status"] != "done" and solver is not None and solver != run.model.name:
+            raise UserError(
+                f"{run_dir} was started with the solver model {solver!r}, not {run.model.name!r}",
+                hint=f"resume with --model {solver} (and its --base-url)",
+            )
+        return run
 
     # -- state ---------------------------------------------------------------
 

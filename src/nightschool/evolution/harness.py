@@ -30,10 +30,28 @@ PASSED = "PASSED"
 FEEDBACK_CHARS = 800
 """Most characters of validator output `run_tests` returns after `FAILED: `."""
 
+MAX_PROMPT_EXTRA_CHARS = 2000
+"""Longest `prompt_extra` a strategy may pass to `sample`, characters."""
+
+MAX_FEEDBACK_CHARS = 2000
+"""Longest `feedback` a strategy may pass to `refine`, characters (`run_tests`
+answers at most `FEEDBACK_CHARS` + 8)."""
+
+MAX_CODE_CHARS = 6000
+"""Longest `code` a strategy may pass to `refine` or `critique`, characters.
+
+With these caps a model call's prompt stays within about 12,000 characters
+beyond the task (~3,500 tokens at ~3.5 characters per token), inside the
+embedded model's 4,096-token context with its 512-token completion. Without
+them a strategy could overflow the context on purpose or by accident; the
+backend's refusal is a `ModelResponseError`, an infrastructure fault that
+aborts the whole run instead of failing that strategy."""
+
 CRITIC_PROMPT = (
     "You review a solution to a small coding task. List the concrete bugs or "
     "mismatches with the task, briefly. Do not write code."
 )
+"""System prompt of `critique` (the reply is prose, returned as is)."""
 
 
 class BudgetExhausted(Exception):
@@ -123,6 +141,11 @@ class Harness:
         self.calls.append(HarnessCall(op, completion.tokens_in + completion.tokens_out))
         return completion.text
 
+    @staticmethod
+    def _check_length(name: str, text: str, limit: int) -> None:
+        if len(text) > limit:
+            raise ValueError(f"{name} is {len(text)} characters; the harness takes at most {limit}")
+
     def _code(self, reply: str) -> str:
         return extract_code(reply, self.challenge.solution_file) or ""
 
@@ -134,8 +157,11 @@ class Harness:
 
         Raises:
             BudgetExhausted: no model calls left.
+            ValueError: `prompt_extra` is longer than `MAX_PROMPT_EXTRA_CHARS`
+                (no call is spent).
             InfrastructureError: the model failed (not the strategy's fault).
         """
+        self._check_length("prompt_extra", prompt_extra, MAX_PROMPT_EXTRA_CHARS)
         prompt = self.challenge.prompt
         if prompt_extra:
             prompt = f"{prompt}\n\n{prompt_extra}"
@@ -146,7 +172,14 @@ class Harness:
         return self._code(self._complete("sample", messages, temperature))
 
     def refine(self, code: str, feedback: str) -> str:
-        """An improved solution given `code` and `feedback`. One model call."""
+        """An improved solution given `code` and `feedback`. One model call.
+
+        Raises:
+            ValueError: `code` or `feedback` is over `MAX_CODE_CHARS` /
+                `MAX_FEEDBACK_CHARS` (no call is spent).
+        """
+        self._check_length("code", code, MAX_CODE_CHARS)
+        self._check_length("feedback", feedback, MAX_FEEDBACK_CHARS)
         file = self.challenge.solution_file
         messages: list[Message] = [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -161,7 +194,12 @@ class Harness:
         return self._code(self._complete("refine", messages, None))
 
     def critique(self, code: str) -> str:
-        """The model's review of `code` (prose). One model call."""
+        """The model's review of `code` (prose). One model call.
+
+        Raises:
+            ValueError: `code` is over `MAX_CODE_CHARS` (no call is spent).
+        """
+        self._check_length("code", code, MAX_CODE_CHARS)
         messages: list[Message] = [
             {"role": "system", "content": CRITIC_PROMPT},
             {"role": "user", "content": f"Task:\n{self.challenge.prompt}\n\nSolution:\n{code}"},

@@ -2,6 +2,8 @@
 
 `print_report` renders them with Rich; `write_reports` writes `report.md` and
 `report.json` into the run directory. Both read only the checkpoint state.
+Text that comes from models, servers or the lint (author failures, errors) is
+escaped before Rich sees it: a `[/INST]` in a server's error is no markup.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -160,20 +163,20 @@ def print_report(console: Console, state: dict[str, Any]) -> None:
                 column, justify="right" if column[:4] in ("scor", "cost", "gzip") else "left"
             )
         for row in _rows(generation, champion):
-            table.add_row(*row)
+            table.add_row(*(escape(cell) for cell in row))
         console.print(table)
     tree = Tree("archive lineage")
     children = _children(state)
 
     def grow(branch: Tree, parent: str | None) -> None:
         for node in children.get(parent, []):
-            grow(branch.add(_node_label(node)), node["name"])
+            grow(branch.add(escape(_node_label(node))), node["name"])
 
     grow(tree, None)
     console.print(tree)
     console.print("[bold]promotion decision[/]")
     for line in _verdict_lines(state):
-        console.print(f"  {line}", highlight=False)
+        console.print(f"  {escape(line)}", highlight=False)
 
 
 def write_reports(run_dir: Path, state: dict[str, Any]) -> tuple[Path, Path]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import subprocess
 import tempfile
 import threading
 import time
@@ -37,6 +38,11 @@ STEP_TIMEOUT_S = 30.0
 
 MAX_MESSAGES = 500
 """Most protocol messages one play may send (bounds `while True: harness.budget_left`)."""
+
+MAX_LINE_BYTES = 1 << 20
+"""Longest protocol line the parent reads from the runner, bytes (1 MiB; a
+request within the harness's text limits is a few tens of KiB). Longer lines
+end the play as a protocol error instead of growing the parent's memory."""
 
 RUNNER_SOURCE = r'''
 import importlib.util, json, sys, traceback
@@ -125,9 +131,29 @@ class PlayResult:
     duration_s: float
 
 
-def _reader(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
-    for line in iter(stream.readline, b""):
+def _utf8(value: Any) -> Any:
+    """`value` with lone surrogates (valid in JSON, not in UTF-8) replaced by `?`, recursively.
+
+    A strategy can return or pass `chr(0xD800)`; left in, it would make the
+    parent's own file writes and model calls raise `UnicodeEncodeError`,
+    crashing the run instead of failing that strategy.
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_utf8(item) for item in value]
+    if isinstance(value, dict):
+        return {_utf8(key): _utf8(item) for key, item in value.items()}
+    return value
+
+
+def _reader(stream: IO[bytes], lines: queue.Queue[bytes | None], limit: int) -> None:
+    # Reads at most `limit + 1` bytes per line; an over-long line is passed on
+    # (the consumer refuses it) and reading stops, so memory stays bounded.
+    while line := stream.readline(limit + 1):
         lines.put(line)
+        if len(line) > limit:
+            break
     lines.put(None)
 
 
@@ -163,7 +189,9 @@ def play_strategy(
         proc = sandbox.popen_in(ws.path, python_argv("runner.py"), stderr=err)
         assert proc.stdin is not None and proc.stdout is not None
         lines: queue.Queue[bytes | None] = queue.Queue()
-        thread = threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True)
+        thread = threading.Thread(
+            target=_reader, args=(proc.stdout, lines, MAX_LINE_BYTES), daemon=True
+        )
         thread.start()
 
         def send(obj: dict[str, Any]) -> None:
@@ -183,14 +211,19 @@ def play_strategy(
                 except queue.Empty:
                     return finish("", "timeout", f"no harness call for {step_timeout_s:g} s")
                 if raw is None:
-                    proc.wait(timeout=5)
+                    try:
+                        proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        return finish("", "crash", "the runner closed its output but kept running")
                     err.seek(0)
                     tail = err.read()[-1500:].decode("utf-8", errors="replace")
                     if tail.startswith("bwrap:") and proc.returncode == 1:
                         raise SandboxFaultError(f"bubblewrap failed: {tail[:500]}")
                     return finish("", "crash", f"exit {proc.returncode}: {tail}".strip())
+                if len(raw) > MAX_LINE_BYTES:
+                    return finish("", "error", f"protocol line over {MAX_LINE_BYTES} bytes")
                 try:
-                    message = json.loads(raw)
+                    message = _utf8(json.loads(raw))
                     op = str(message["op"])
                 except (ValueError, KeyError, TypeError):
                     return finish("", "error", f"bad protocol line: {raw[:200]!r}")

@@ -100,11 +100,14 @@ def assert_disjoint(train: Sequence[TaskSpec], holdout: Sequence[TaskSpec]) -> N
     Raises:
         AssertionError: the slices overlap.
     """
+    # Explicit raises, not `assert`: `python -O` strips assert statements.
     overlap = {t.task_id for t in train} & {t.task_id for t in holdout}
-    assert not overlap, f"holdout overlaps train: {sorted(overlap)}"
+    if overlap:
+        raise AssertionError(f"holdout overlaps train: {sorted(overlap)}")
     train_hashes = {t.render().challenge_hash for t in train}
     same = [t.task_id for t in holdout if t.render().challenge_hash in train_hashes]
-    assert not same, f"holdout renders the same challenge as train: {same}"
+    if same:
+        raise AssertionError(f"holdout renders the same challenge as train: {same}")
 
 
 def draw_holdout(
