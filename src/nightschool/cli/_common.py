@@ -14,6 +14,8 @@ from nightschool.config import Settings
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
 
 if TYPE_CHECKING:
+    from nightschool.llm import ChatModel
+    from nightschool.sandbox import Sandbox
     from nightschool.store import Store
 
 err = Console(stderr=True)
@@ -47,6 +49,33 @@ ApiKeyOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def preflight(settings: Settings, *, unsandboxed: bool, runs: str) -> tuple[Sandbox, ChatModel]:
+    """Build and check the sandbox and the model before anything is written.
+
+    Args:
+        settings: model settings.
+        unsandboxed: run without bubblewrap (warns on stderr).
+        runs: what the sandbox runs, for the warning (e.g. "generated code").
+
+    Returns:
+        (sandbox, model), both checked.
+
+    Raises:
+        SandboxUnavailableError, ModelUnavailableError: exit 3.
+    """
+    from nightschool.llm import check_model, make_model
+    from nightschool.sandbox import Sandbox, SandboxConfig
+
+    if unsandboxed:
+        err.print(f"[bold yellow]warning:[/] running {runs} WITHOUT a sandbox")
+    sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
+    with err.status("checking the sandbox and the model ..."):
+        sandbox.check()
+        model = make_model(settings)
+        check_model(model)
+    return sandbox, model
 
 
 def settings_from(**overrides: Any) -> Settings:

@@ -15,6 +15,7 @@ from nightschool.cli._common import (
     ModelOpt,
     err,
     errors_to_exit_codes,
+    preflight,
     settings_from,
 )
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
@@ -89,7 +90,6 @@ def evolve(
         from nightschool.evolution.engine import Evolution, EvolutionConfig
         from nightschool.evolution.report import print_report, write_reports
         from nightschool.llm import check_model, make_model
-        from nightschool.sandbox import Sandbox, SandboxConfig
 
         if champion not in ("score", "costAware"):
             raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
@@ -102,15 +102,10 @@ def evolve(
 
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
         settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
-        if unsandboxed:
-            err.print("[bold yellow]warning:[/] running strategies WITHOUT a sandbox")
-        sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
-        with err.status("checking the sandbox and the model ..."):
-            sandbox.check()
-            chat_model = make_model(settings)
-            check_model(chat_model)
-            fallback = None
-            if fallback_model is not None:
+        sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="strategies")
+        fallback = None
+        if fallback_model is not None:
+            with err.status("checking the fallback model ..."):
                 fallback = make_model(settings.model_copy(update={"model": fallback_model}))
                 check_model(fallback)
         local = settings.base_url is None and settings.model == EMBEDDED_MODEL

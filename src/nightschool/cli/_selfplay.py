@@ -24,6 +24,7 @@ from nightschool.cli._common import (
     err,
     errors_to_exit_codes,
     open_store,
+    preflight,
     settings_from,
 )
 
@@ -72,8 +73,6 @@ def dream(
 ) -> None:
     """Run self-play cycles: render challenges, solve them with the model, judge in a sandbox."""
     with errors_to_exit_codes():
-        from nightschool.llm import check_model, make_model
-        from nightschool.sandbox import Sandbox, SandboxConfig
         from nightschool.selfplay import (
             DreamLoop,
             FrontierTracker,
@@ -83,13 +82,7 @@ def dream(
         )
 
         settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
-        if unsandboxed:
-            err.print("[bold yellow]warning:[/] running generated code WITHOUT a sandbox")
-        sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
-        with err.status("checking the sandbox and the model ..."):
-            sandbox.check()
-            chat_model = make_model(settings)
-            check_model(chat_model)
+        sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         playbook = None
         try:

@@ -21,6 +21,7 @@ from nightschool.cli._common import (
     err,
     errors_to_exit_codes,
     open_store,
+    preflight,
     settings_from,
 )
 from nightschool.config import Settings
@@ -82,18 +83,10 @@ def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[
     """
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.learning import PlaybookSink
-    from nightschool.llm import check_model, make_model
     from nightschool.memory import SkillMemory
     from nightschool.reflection import Reflector
-    from nightschool.sandbox import Sandbox, SandboxConfig
 
-    if unsandboxed:
-        err.print("[bold yellow]warning:[/] the agent's tools run WITHOUT a sandbox")
-    sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
-    with err.status("checking the sandbox and the model ..."):
-        sandbox.check()
-        chat_model = make_model(settings)
-        check_model(chat_model)
+    sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="the agent's tools")
     store = open_store(settings)
     memory = None
     try:
