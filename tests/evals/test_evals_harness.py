@@ -222,6 +222,10 @@ def nightschool_stub(
         def do_GET(self) -> None:
             self._send(200, {"object": "list", "data": []})
 
+        def do_PUT(self) -> None:  # seeding a session's workspace files
+            files = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["files"]
+            self._send(200, {"written": sorted(files)})
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             code, answer = reply(body, dict(self.headers))

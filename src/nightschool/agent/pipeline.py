@@ -31,7 +31,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from nightschool.agent.loop import (
     conversation_window,
     run_steps,
 )
-from nightschool.agent.tools import SessionWorkspace, usable_workspace_root
+from nightschool.agent.tools import PathRefusedError, SessionWorkspace, usable_workspace_root
 from nightschool.agent.verifier import Verifier, VerifierVerdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
@@ -347,6 +347,33 @@ class ChatPipeline:
             "scheduled" if scheduled else "not scheduled",
         )
         return CorrectionEvent(trajectory_id, jaccard, signals, retracted, scheduled)
+
+    def place_files(self, session_id: str, files: Mapping[str, str]) -> list[str]:
+        """Write files into a session's workspace before its first turn (eval set-up).
+
+        Args:
+            session_id: the session whose workspace receives the files.
+            files: workspace-relative path -> UTF-8 text.
+
+        Returns:
+            The paths written, in order.
+
+        Raises:
+            UserError: a path is refused (absolute, `..`, leaves the workspace) or
+                a file is too large; nothing after it is written.
+            SandboxFaultError: the workspace cannot be created.
+        """
+        workspace = self._workspace(session_id)
+        written: list[str] = []
+        for name, text in files.items():
+            try:
+                outcome = workspace.write_file(name, text)
+            except PathRefusedError as exc:
+                raise UserError(f"cannot place {name!r}: {exc}") from exc
+            if outcome.error is not None:
+                raise UserError(f"cannot place {name!r}: {outcome.error}")
+            written.append(name)
+        return written
 
     def _retrieve(self, request: str) -> list[RetrievedLesson]:
         if self.memory is None or self.config.playbook_k <= 0:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from nightschool.errors import ModelResponseError, ModelUnavailableError, UserError
 from nightschool.evals._model import AgentReply, Task, ToolCallView
@@ -239,7 +239,9 @@ class HttpRunner:
         model: model name sent in requests (the server may answer with its own).
         timeout_s: default per-request limit, seconds.
         workspace_root: the server's workspace root when it runs on this
-            machine; task workspace files are written there (None: not placed).
+            machine and writes are wanted there directly; None (the default)
+            places a task's workspace files through the server's admin API
+            (`PUT /admin/sessions/{id}/files`).
 
     Raises:
         UserError: `base_url` is not an http(s) URL on a loopback host.
@@ -288,6 +290,34 @@ class HttpRunner:
         """
         self._check()
 
+    def _place_files(self, session_id: str, files: Mapping[str, str], timeout_s: float) -> None:
+        """Seed the session's workspace on the server (`PUT /admin/sessions/{id}/files`)."""
+        import httpx
+
+        root = self.url.removesuffix("/chat/completions").removesuffix("/v1")
+        url = f"{root}/admin/sessions/{quote(session_id, safe='')}/files"
+        try:
+            response = self._client.put(url, json={"files": dict(files)}, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise ModelUnavailableError(
+                f"the nightschool server at {url} is unreachable: {exc}"
+            ) from exc
+        status = int(response.status_code)
+        if status == 404:
+            raise UserError(
+                "the nightschool server cannot place this suite's workspace files",
+                hint="use a nightschool server of this version, or --runner inprocess",
+            )
+        if status in (401, 403):
+            raise UserError(f"the nightschool server refused the API key (HTTP {status})")
+        if status >= 500:
+            raise ModelUnavailableError(
+                f"the nightschool server failed (HTTP {status}): {response.text[:300]}",
+                status_code=status,
+            )
+        if status >= 400:
+            raise UserError(f"the server refused the task's files (HTTP {status}): {response.text}")
+
     def _check(self) -> None:
         import httpx
 
@@ -316,8 +346,15 @@ class HttpRunner:
         """
         import httpx
 
-        if task.workspace_files and self.workspace_root is not None:
-            write_workspace_files(self.workspace_root / session_id, task.workspace_files)
+        if task.workspace_files:
+            if self.workspace_root is not None:
+                from nightschool.agent import session_dir_name
+
+                write_workspace_files(
+                    self.workspace_root / session_dir_name(session_id), task.workspace_files
+                )
+            else:
+                self._place_files(session_id, task.workspace_files, timeout_s)
         body = {
             "model": self.model,
             "messages": [{"role": "user", "content": task.prompt}],

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Path, Query
 
+from nightschool.errors import InfrastructureError, UserError
 from nightschool.server._wire import ApiError
 from nightschool.trajectory import Outcome, Trajectory
 
@@ -25,9 +26,16 @@ MAX_LIST = 500
 PREVIEW_CHARS = 200
 """Characters of the user request shown in a trajectory summary."""
 
+MAX_PLACED_FILES = 64
+"""Most files one `PUT /admin/sessions/{id}/files` call may write (the body bound applies too)."""
+
 
 class BackgroundSource(Protocol):
-    """What the admin API needs from the chat pipeline: its background reflections."""
+    """What the admin API needs from the chat pipeline: its background reflections.
+
+    A pipeline that also has `place_files(session_id, files)` (as `ChatPipeline`
+    does) serves `PUT /admin/sessions/{id}/files`.
+    """
 
     def background_results(self, since: int = 0) -> list[Any]:
         """Finished background reflections after the first `since`, in order."""
@@ -85,6 +93,7 @@ def admin_router(
         GET  /admin/lessons/{id}
         POST /admin/lessons/{id}/retract                       archive, then delete one
         GET  /admin/background?since=                          finished reflections
+        PUT  /admin/sessions/{id}/files   {"files": {path: text}}  seed a session workspace
     """
     router = APIRouter(prefix="/admin")
 
@@ -171,7 +180,34 @@ def admin_router(
             "pending": background.pending_background(),
         }
 
+    _add_session_routes(router, background)
     return router
+
+
+def _add_session_routes(router: APIRouter, background: BackgroundSource) -> None:
+    """`PUT /admin/sessions/{id}/files`, served when the pipeline can place files."""
+
+    @router.put("/sessions/{session_id}/files")
+    def place_files(
+        session_id: Annotated[str, Path(min_length=1, max_length=256)],
+        files: Annotated[dict[str, str], Body(embed=True)],
+    ) -> dict[str, Any]:
+        place = getattr(background, "place_files", None)
+        if place is None:
+            raise ApiError(404, "this server cannot place workspace files", code="not_supported")
+        if len(files) > MAX_PLACED_FILES:
+            raise ApiError(
+                400, f"at most {MAX_PLACED_FILES} files per request", code="too_many_files"
+            )
+        try:
+            written = place(session_id, files)
+        except UserError as exc:
+            raise ApiError(400, str(exc), code="invalid_path") from exc
+        except InfrastructureError as exc:
+            raise ApiError(
+                503, str(exc), type="server_error", code="workspace_unavailable"
+            ) from exc
+        return {"session_id": session_id, "written": list(written)}
 
 
 def correction_json(correction: Any) -> dict[str, Any] | None:
