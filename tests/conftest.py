@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +17,19 @@ import pytest
 from nightschool.store import Store
 
 Reply = Callable[[list[dict[str, Any]]], str]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the CLI subprocesses that tests interrupt see Ctrl-C.
+
+    A shell that starts a job in the background (`cmd &`, `nohup`) without job
+    control sets SIGINT to "ignore", and an ignored signal stays ignored across
+    exec: Python then installs no KeyboardInterrupt handler and every
+    `nightschool` child would shrug off the SIGINT a test sends (seen as a
+    60-second "hang" in CI). A handler set here is reset to the default on exec.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
