@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,18 +125,20 @@ def test_dream_against_http_server_then_status_and_export(tmp_path: Path, openai
 
 
 @needs_bwrap
-def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path, openai_stub) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("lessons", ["--no-lessons", "--lessons"])
+def test_ctrl_c_mid_cycle_keeps_store_consistent(
+    tmp_path: Path, openai_stub: Callable[..., Any], interrupt: Callable[..., str], lessons: str
+) -> None:
     home = tmp_path / "h"
     with openai_stub(lambda _messages: WRONG, delay_s=0.4) as base_url:
         env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "PYTHONFAULTHANDLER": "1"}
         proc = subprocess.Popen(
-            # --no-lessons: this test is about the store's consistency under Ctrl-C.
             [
                 str(SCRIPT),
                 "dream",
                 "--cycles",
                 "50",
-                "--no-lessons",
+                lessons,
                 "--base-url",
                 base_url,
                 "--model",
@@ -155,13 +158,7 @@ def test_ctrl_c_mid_cycle_keeps_store_consistent(tmp_path: Path, openai_stub) ->
             except sqlite3.Error:
                 continue
         time.sleep(0.7)  # inside the next cycle
-        proc.send_signal(signal.SIGINT)
-        try:
-            _, stderr = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:  # dump every thread's stack, then fail
-            proc.send_signal(signal.SIGABRT)
-            _, stderr = proc.communicate(timeout=30)
-            pytest.fail(f"dream did not exit within 60 s of SIGINT:\n{stderr[-6000:]}")
+        stderr = interrupt(proc)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert db_rows(home, "PRAGMA integrity_check") == [("ok",)]
@@ -201,3 +198,21 @@ def test_dream_on_embedded_model_end_to_end(tmp_path: Path) -> None:
     [(passed, attempts)] = db_rows(home, "SELECT passed, attempts FROM frontier_runs")
     assert attempts == len(record["tool_calls"])
     assert bool(passed) == (record["outcome"] == "passed")
+
+
+def test_interrupt_helper_presses_ctrl_c_again_and_says_so(interrupt: Callable[..., str]) -> None:
+    deaf_once = (
+        "import signal, sys, time\n"
+        "def first(*_):\n"
+        "    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))\n"
+        "signal.signal(signal.SIGINT, first)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", deaf_once], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    with pytest.warns(UserWarning, match="first SIGINT not acted on; thread"):
+        interrupt(proc, first_s=1.0)
+    assert proc.returncode == 130

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -237,7 +238,9 @@ class _SlowAfterTwo(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def test_ctrl_c_in_the_real_command_keeps_results(tmp_path: Path) -> None:
+def test_ctrl_c_in_the_real_command_keeps_results(
+    tmp_path: Path, interrupt: Callable[..., str]
+) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap not installed")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowAfterTwo)
@@ -268,8 +271,7 @@ def test_ctrl_c_in_the_real_command_keeps_results(tmp_path: Path) -> None:
         while _SlowAfterTwo.answered < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
+        stderr = interrupt(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
