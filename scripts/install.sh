@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install nightschool and everything it needs into ./.venv on Debian/Ubuntu (Python 3.11).
 #
-# - system packages (only those missing): bubblewrap (the sandbox), python3-venv,
+# - system packages (only those missing): bubblewrap (the sandbox), util-linux
+#   (prlimit sets the sandbox's rlimits; part of every Debian install), python3-venv,
 #   a C/C++ toolchain and cmake (llama-cpp-python compiles llama.cpp);
 # - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
 #   segfault in decode on CPUs that report AMX (DESIGN.md);
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v prlimit >/dev/null 2>&1 || missing+=(util-linux)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
 command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)

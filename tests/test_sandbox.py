@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -147,3 +148,24 @@ def test_unsandboxed_needs_flag_and_warns(monkeypatch: pytest.MonkeyPatch) -> No
         bare = Sandbox(SandboxConfig(unsandboxed=True))
     assert not bare.isolated
     assert bare.run(python_argv("-c", "print(1)")).stdout == "1\n"
+
+
+def test_runs_call_no_python_at_fork_hooks(sandbox: Sandbox) -> None:
+    # A Ctrl-C that lands in a Python at-fork callback (run when subprocess forks
+    # with a preexec_fn) is reported as "Exception ignored" and lost.
+    calls: list[str] = []
+    os.register_at_fork(after_in_parent=lambda: calls.append("parent"))
+    assert run_py(sandbox, "print('ok')").ok
+    with sandbox.workspace() as ws:
+        proc = sandbox.popen_in(ws.path, python_argv("-c", "pass"))
+        proc.communicate(timeout=30)
+    assert calls == []
+
+
+def test_limits_hold_without_prlimit_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    tight = Sandbox(SandboxConfig(memory_mb=256, file_size_mb=1))
+    monkeypatch.setattr(tight, "_prlimit", None)  # the preexec_fn fallback
+    result = tight.run(python_argv("-"), stdin="x = bytearray(1024 ** 3)")
+    assert result.returncode != 0 and "MemoryError" in result.stderr
+    big = tight.run(python_argv("-"), stdin="open('f', 'wb').write(b'x' * 3 * 1024 * 1024)")
+    assert not big.ok
