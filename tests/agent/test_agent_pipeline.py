@@ -114,6 +114,21 @@ def test_plain_turn_is_recorded(make: Callable[..., ChatPipeline], store: Store)
     assert len(model.calls) == 1
 
 
+def test_client_sampling_is_used_within_the_operators_cap(
+    make: Callable[..., ChatPipeline],
+) -> None:
+    model = ScriptedModel(["a", "b", "c"])
+    pipe = make(model, max_tokens=100, temperature=0.2)
+    first = pipe.handle([user("hi")], session_id="s", temperature=0.9, max_tokens=40)
+    pipe.handle([user("hi")], session_id="s", max_tokens=5000)  # above the cap
+    third = pipe.handle([user("hi")], session_id="s")
+    sampling = [(call.temperature, call.max_tokens) for call in model.calls]
+    assert sampling == [(0.9, 40), (0.2, 100), (0.2, 100)]
+    assert (first.trajectory.temperature, third.trajectory.temperature) == (0.9, 0.2)
+    with pytest.raises(UserError, match="temperature"):
+        pipe.handle([user("hi")], session_id="s", temperature=3.0)
+
+
 def test_task_kind_and_client_system_prompt(make: Callable[..., ChatPipeline]) -> None:
     model = ScriptedModel(["ok"])
     messages = [{"role": "system", "content": "Answer in French."}, user("hi")]

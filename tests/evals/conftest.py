@@ -35,7 +35,9 @@ class FakePipeline:
         self.calls: list[tuple[str, str, str]] = []
         self.lock = threading.Lock()
 
-    def handle(self, messages: Sequence[Any], *, session_id: str, task_kind: str = "chat") -> Any:
+    def handle(
+        self, messages: Sequence[Any], *, session_id: str, task_kind: str = "chat", **_: Any
+    ) -> Any:
         from nightschool.agent import TurnResult
 
         prompt = messages[-1]["content"]

@@ -68,14 +68,22 @@ class FakePipeline:
     reply: Callable[[Sequence[Message]], str] = lambda messages: "echo: " + messages[-1]["content"]
     fail_with: BaseException | None = None
     calls: list[tuple[list[Message], str]] = field(default_factory=list)
+    sampling: list[tuple[float | None, int | None]] = field(default_factory=list)
     background: list[FakeBackground] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handle(
-        self, messages: Sequence[Message], *, session_id: str, task_kind: str = "chat"
+        self,
+        messages: Sequence[Message],
+        *,
+        session_id: str,
+        task_kind: str = "chat",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> FakeTurn:
         with self.lock:
             self.calls.append((list(messages), session_id))
+            self.sampling.append((temperature, max_tokens))
         if self.fail_with is not None:
             if not isinstance(self.fail_with, UserError):
                 self.store.append_trajectory(
@@ -197,6 +205,17 @@ def test_task_kind_header_records_eval_turns_and_rejects_unknown_kinds(
     assert store.get_trajectory(plain).task_kind == "chat"  # type: ignore[union-attr]
     bad = chat(client, USER_HI, **{"X-Nightschool-Task-Kind": "selfplay"})
     assert_openai_error(bad, 400, "invalid_task_kind")
+
+
+def test_client_temperature_and_token_cap_reach_the_pipeline(
+    client: TestClient, pipeline: FakePipeline
+) -> None:
+    assert chat(client, {**USER_HI, "temperature": 0.7, "max_tokens": 64}).status_code == 200
+    assert chat(client, {**USER_HI, "max_completion_tokens": 32}).status_code == 200
+    assert chat(client, USER_HI).status_code == 200
+    assert pipeline.sampling == [(0.7, 64), (None, 32), (None, None)]
+    for bad in ({"temperature": 2.5}, {"temperature": -1}, {"max_tokens": 0}):
+        assert_openai_error(chat(client, {**USER_HI, **bad}), 400)
 
 
 def test_correction_is_reported_in_the_extension(client: TestClient) -> None:

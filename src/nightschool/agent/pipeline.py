@@ -153,7 +153,13 @@ class ChatPipeline:
     # -- public API -------------------------------------------------------------
 
     def handle(
-        self, messages: Sequence[Message], *, session_id: str, task_kind: str = "chat"
+        self,
+        messages: Sequence[Message],
+        *,
+        session_id: str,
+        task_kind: str = "chat",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> TurnResult:
         """Answer the last (user) message of `messages` and record the turn.
 
@@ -162,6 +168,10 @@ class ChatPipeline:
                 last one is the user's new request. Not mutated.
             session_id: the conversation's id (workspace and correction scope).
             task_kind: recorded on the trajectory (`chat`, `eval`, ...).
+            temperature: the client's sampling temperature (0..2) for the agent's
+                calls; None uses `config.temperature`. Recorded on the trajectory.
+            max_tokens: the client's completion cap per model call, tokens; never
+                above `config.max_tokens` (the operator's cap); None uses it.
 
         Returns:
             The `TurnResult`.
@@ -173,6 +183,13 @@ class ChatPipeline:
                 error (outcome unknown, fault named).
         """
         _validate(messages)
+        cfg = self.config
+        if temperature is not None and not 0.0 <= temperature <= 2.0:
+            raise UserError(f"temperature must be between 0 and 2, got {temperature}")
+        if max_tokens is not None and max_tokens < 1:
+            raise UserError(f"max_tokens must be at least 1, got {max_tokens}")
+        temperature = cfg.temperature if temperature is None else temperature
+        max_tokens = cfg.max_tokens if max_tokens is None else min(max_tokens, cfg.max_tokens)
         started = time.perf_counter()
         request = messages[-1]["content"]
         turn_id = new_id()
@@ -190,7 +207,6 @@ class ChatPipeline:
 
         conversation: list[Message] = [Message(role="system", content=system_prompt)]
         conversation += conversation_window(messages, self.config.history_chars)
-        cfg = self.config
         try:
             workspace = self._workspace(session_id)
         except SandboxFaultError as fault:
@@ -201,12 +217,14 @@ class ChatPipeline:
                 workspace,
                 conversation,
                 max_steps=cfg.max_steps,
-                max_tokens=cfg.max_tokens,
-                temperature=cfg.temperature,
+                max_tokens=max_tokens,
+                temperature=temperature,
                 max_tool_output_chars=cfg.max_tool_output_chars,
             )
         timings["model"], timings["tools"] = run.model_s, run.tools_s
-        trajectory = self._assemble(turn_id, session_id, task_kind, request, system_prompt, run)
+        trajectory = self._assemble(
+            turn_id, session_id, task_kind, request, system_prompt, run, temperature
+        )
         shown = tuple(item.lesson.id for item in lessons)
         extra: dict[str, Any] = {
             "lessons_shown": list(shown),
@@ -400,13 +418,14 @@ class ChatPipeline:
         request: str,
         system_prompt: str,
         run: TurnRun,
+        temperature: float,
     ) -> Trajectory:
         return Trajectory(
             id=turn_id,
             session_id=session_id,
             task_kind=task_kind,
             model=self.model.name,
-            temperature=self.config.temperature,
+            temperature=temperature,
             system_prompt=system_prompt,
             user_request=request,
             planning_output="\n".join(run.planning)[:2000],

@@ -1,9 +1,10 @@
 """OpenAI wire format: the request model, its checks, and the response bodies.
 
 Request fields follow the OpenAI Chat Completions API
-(https://platform.openai.com/docs/api-reference/chat/create). Unknown fields
-(`temperature`, `top_p`, `tools`, ...) are accepted and ignored: the agent's
-sampling settings are the server's, not the client's. Error bodies have the
+(https://platform.openai.com/docs/api-reference/chat/create). `temperature`
+(0..2) and `max_tokens` / `max_completion_tokens` are honoured (the tokens cap
+never above the server's own); other fields (`top_p`, `tools`, ...) are
+accepted and ignored. Error bodies have the
 OpenAI shape `{"error": {"message", "type", "code", "param"}}`, so the
 `openai` SDK raises its usual `APIStatusError` subclasses with our message.
 """
@@ -140,6 +141,9 @@ class ChatCompletionRequest(BaseModel):
     stream_options: StreamOptions | None = None
     user: StrictStr | None = None
     n: int | None = Field(default=None, ge=1, le=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
 
 
 _ROLES: Mapping[str, Literal["system", "user", "assistant"]] = {

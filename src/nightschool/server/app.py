@@ -80,7 +80,13 @@ class ChatService(Protocol):
     """
 
     def handle(
-        self, messages: Sequence[Message], *, session_id: str, task_kind: str = "chat"
+        self,
+        messages: Sequence[Message],
+        *,
+        session_id: str,
+        task_kind: str = "chat",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Any:
         """Run one turn; return a `TurnResult`.
 
@@ -159,7 +165,13 @@ def create_app(
                 code="invalid_task_kind",
             )
         try:
-            result = pipeline.handle(messages, session_id=session_id, task_kind=task_kind)
+            result = pipeline.handle(
+                messages,
+                session_id=session_id,
+                task_kind=task_kind,
+                temperature=payload.temperature,
+                max_tokens=payload.max_completion_tokens or payload.max_tokens,
+            )
         except (UserError, InfrastructureError, StoreError) as exc:
             raise _api_error_for(exc) from exc
         tokens = usage(int(result.tokens_in), int(result.tokens_out))
