@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -281,3 +282,25 @@ def test_chat_command_in_process_with_the_embedded_model(tmp_path: Path) -> None
     with Store.open(tmp_path / "home" / "nightschool.db") as opened:
         [stored] = opened.iter_trajectories(task_kind="chat")
     assert stored.session_id == "embedded-cli" and stored.user_request == "Say hi."
+
+
+@pytest.mark.e2e
+def test_chat_in_process_reports_a_correction_and_what_it_taught(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["chat", "--session", "embedded-learn"],
+        input=(
+            "What is 2+2? Answer with just the number.\n"
+            "no, I meant what is 2+3? answer with just the number\n/exit\n"
+        ),
+        env={"NIGHTSCHOOL_MAX_TOKENS": "40"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "↺ correction: the previous turn" in result.output
+    # the background reflection finished before exit and its outcome was shown
+    assert re.search(
+        r"✓ learned lesson L-|· no lesson from turn|✗ reflection on turn", result.output
+    )
+    with Store.open(tmp_path / "home" / "nightschool.db") as opened:
+        [correction] = opened.query("SELECT source, authority FROM corrections")
+    assert correction == ("user_correction", "human")

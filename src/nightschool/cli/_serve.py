@@ -256,7 +256,13 @@ def chat(
                 " · /exit to leave",
                 highlight=False,
             )
-            run_repl(LocalBackend(agent.pipeline, session_id), console, _reader(console))
+            backend = LocalBackend(agent.pipeline, session_id)
+            run_repl(backend, console, _reader(console))
+            pending = agent.pipeline.pending_background()
+            if pending:  # show what the last correction taught before leaving
+                err.print(f"waiting up to {SHUTDOWN_WAIT_S:.0f} s for {pending} reflection(s) ...")
+                agent.pipeline.wait_background(SHUTDOWN_WAIT_S)
+                _show_learned(console, backend.poll())
 
 
 def _reader(console: Console) -> Callable[[], str]:
