@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import shutil
 from collections.abc import Callable, Sequence
@@ -10,13 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from nightschool.challenges import Challenge
 from nightschool.errors import EXIT_CODES, InfrastructureError, ModelUnavailableError, UserError
 from nightschool.evolution import AuthoringFailedError, Evolution, EvolutionConfig, Node, engine
 from nightschool.evolution.archive import CHECKPOINT_NAME, load_checkpoint, select_champion
 from nightschool.evolution.author import AUTHOR_SYSTEM
-from nightschool.evolution.report import report_markdown, write_reports
+from nightschool.evolution.gate import GateConfig, PairedResult
+from nightschool.evolution.report import print_report, report_markdown, write_reports
+from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import (
     HOLDOUT_SEED_BASE,
     TaskSpec,
@@ -139,6 +143,35 @@ def test_scripted_author_displaces_sample_and_the_gate_promotes_on_a_disjoint_ho
     markdown, data = write_reports(tmp_path / "run", state)
     assert "PROMOTE" in markdown.read_text() and "## lineage" in markdown.read_text()
     assert json.loads(data.read_text())["verdict"]["promote"] is True
+
+
+def test_sequential_holdout_gate_stops_as_soon_as_it_promotes(tmp_path: Path) -> None:
+    cfg = config(holdout=12, holdout_gate="sequential")
+    state = Evolution.start(tmp_path / "run", cfg, model=world(cfg), sandbox=Sandbox()).run()
+    verdict, record = state["verdict"], state["holdout"]
+    assert verdict["promote"] is True and verdict["test"] == "betting-eprocess"
+    # every pair is a candidate-only win, so the e-process crosses 1/alpha early
+    assert 6 <= verdict["n"] < 12 and len(record["pairs"]) == verdict["n"]
+    assert len(record["tasks"]) == 12 and record["gate"] == "sequential"
+    drawn = [TaskSpec.from_json(t).task_id for t in record["tasks"]]
+    assert [p["task_id"] for p in record["pairs"]] == drawn[: verdict["n"]]
+    markdown, _ = write_reports(tmp_path / "run", state)
+    assert "PROMOTE" in markdown.read_text() and "betting-eprocess" in markdown.read_text()
+    print_report(Console(file=io.StringIO(), width=120), state)  # no interval: still prints
+
+
+def test_sequential_gate_concludes_without_promotion_when_evidence_is_short() -> None:
+    gate = SequentialGate(GateConfig())
+    for i in range(4):
+        assert gate.update(PairedResult(f"t{i}", 0.0, 1.0, 10, 5)) is None
+    verdict = gate.conclude()
+    assert verdict.promote is False and verdict.n == 4 and verdict.lift == 1.0
+    assert "after 4 pairs; floor 6 pairs" in verdict.reason and 0 < verdict.p_value <= 1
+
+
+def test_sequential_holdout_gate_needs_superiority() -> None:
+    with pytest.raises(ValueError, match="superiority"):
+        config(holdout_gate="sequential", gate_mode="noninferiority_cheaper")
 
 
 def test_author_failures_are_recorded_per_candidate_and_survivors_compete(

@@ -49,6 +49,13 @@ def evolve(
     gate_mode: Annotated[
         str, typer.Option(help="`superiority` or `noninferiority_cheaper`.")
     ] = "superiority",
+    holdout_gate: Annotated[
+        str,
+        typer.Option(
+            help="`fixed` (play the whole holdout, then the gate) or `sequential` "
+            "(anytime-valid e-process: stop as soon as it promotes; superiority only)."
+        ),
+    ] = "fixed",
     run_dir: Annotated[
         Path | None,
         typer.Option(
@@ -95,6 +102,10 @@ def evolve(
             raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
         if gate_mode not in ("superiority", "noninferiority_cheaper"):
             raise UserError(f"--gate-mode {gate_mode!r}: use superiority or noninferiority_cheaper")
+        if holdout_gate not in ("fixed", "sequential"):
+            raise UserError(f"--holdout-gate {holdout_gate!r}: use fixed or sequential")
+        if holdout_gate == "sequential" and gate_mode != "superiority":
+            raise UserError("--holdout-gate sequential works with --gate-mode superiority only")
         if resume is not None and run_dir is not None and resume != run_dir:
             raise UserError("give either --run-dir (new run) or --resume (existing run)")
         if resume is not None:
@@ -137,6 +148,7 @@ def evolve(
                 author_max_tokens=max(settings.max_tokens, 256),
                 author_grammar=local,
                 gate_mode="superiority" if gate_mode == "superiority" else "noninferiority_cheaper",
+                holdout_gate="sequential" if holdout_gate == "sequential" else "fixed",
             )
             run = Evolution.start(directory, config, on_event=on_event, **kwargs)
         err.print(

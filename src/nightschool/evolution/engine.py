@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nightschool.errors import InfrastructureError, UserError
 from nightschool.evolution.archive import (
@@ -49,6 +49,7 @@ from nightschool.evolution.baselines import BASELINES
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.evolution.harness import Harness, task_view
 from nightschool.evolution.runner import play_strategy
+from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import TaskSpec, draw_holdout, draw_train
 from nightschool.llm import ChatModel
 from nightschool.sandbox import Sandbox
@@ -95,6 +96,27 @@ class EvolutionConfig(BaseModel):
     """Promotion gate mode (see `nightschool.evolution.gate`)."""
     gate_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     """One-sided false-promotion rate of the holdout gate."""
+    holdout_gate: Literal["fixed", "sequential"] = "fixed"
+    """`fixed`: play every holdout task, then `promotion_gate`. `sequential`: play the
+    holdout task by task and stop as soon as the anytime-valid `SequentialGate`
+    promotes (superiority only); the unplayed tasks cost nothing."""
+
+    @model_validator(mode="after")
+    def _sequential_needs_superiority(self) -> EvolutionConfig:
+        if self.holdout_gate == "sequential" and self.gate_mode != "superiority":
+            raise ValueError("the sequential holdout gate supports gate_mode='superiority' only")
+        return self
+
+
+def _pair(incumbent: TaskResult, candidate: TaskResult) -> PairedResult:
+    """One holdout task as a gate input: pass/fail scores, token costs."""
+    return PairedResult(
+        incumbent.task_id,
+        float(incumbent.passed),
+        float(candidate.passed),
+        incumbent.tokens,
+        candidate.tokens,
+    )
 
 
 def _stable_seed(*parts: object) -> int:
@@ -404,19 +426,28 @@ class Evolution:
             }
             return
         self.notify(f"holdout: {champion.name} vs {baseline.name} on {len(holdout)} tasks")
-        theirs = self.play(baseline.source, holdout)
-        ours = self.play(champion.source, holdout)
-        pairs = [
-            PairedResult(b.task_id, float(b.passed), float(c.passed), b.tokens, c.tokens)
-            for b, c in zip(theirs, ours, strict=True)
-        ]
-        record["pairs"] = [asdict(p) for p in pairs]
-        record["baseline_results"] = [asdict(r) for r in theirs]
-        record["champion_results"] = [asdict(r) for r in ours]
         gate = GateConfig(
             mode=self.config.gate_mode, alpha=self.config.gate_alpha, seed=self.config.seed
         )
-        verdict = promotion_gate(pairs, gate)
+        sequential = SequentialGate(gate) if self.config.holdout_gate == "sequential" else None
+        if sequential is not None:  # task by task; stop once the e-process promotes
+            theirs: list[TaskResult] = []
+            ours: list[TaskResult] = []
+            for task in holdout:
+                theirs += self.play(baseline.source, [task])
+                ours += self.play(champion.source, [task])
+                if sequential.update(_pair(theirs[-1], ours[-1])) is not None:
+                    self.notify(f"sequential gate promoted after {len(ours)} of {len(holdout)}")
+                    break
+        else:
+            theirs = self.play(baseline.source, holdout)
+            ours = self.play(champion.source, holdout)
+        pairs = [_pair(b, c) for b, c in zip(theirs, ours, strict=True)]
+        record["pairs"] = [asdict(p) for p in pairs]
+        record["baseline_results"] = [asdict(r) for r in theirs]
+        record["champion_results"] = [asdict(r) for r in ours]
+        record["gate"] = self.config.holdout_gate
+        verdict = sequential.conclude() if sequential is not None else promotion_gate(pairs, gate)
         fields = {
             key: None if isinstance(value, float) and math.isnan(value) else value
             for key, value in asdict(verdict).items()

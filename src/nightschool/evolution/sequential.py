@@ -90,3 +90,32 @@ class SequentialGate:
             cost_savings=float(np.mean(savings)),
         )
         return self.verdict
+
+    def conclude(self) -> Verdict:
+        """The verdict when the pairs run out: the promoting one, or a refusal.
+
+        Returns:
+            `self.verdict` if the e-process crossed 1/alpha; otherwise a
+            non-promoting `Verdict` with n, the mean lift, the anytime-valid
+            p-value min(1, 1/max wealth) and the mean cost savings.
+        """
+        if self.verdict is not None:
+            return self.verdict
+        deltas = [p.candidate_score - p.incumbent_score for p in self._pairs]
+        savings = [p.incumbent_cost - p.candidate_cost for p in self._pairs]
+        best = math.exp(self._max_log_wealth)
+        floor = f"; floor {self.config.min_pairs} pairs" if self.n < self.config.min_pairs else ""
+        return Verdict(
+            promote=False,
+            reason=(
+                f"e-value peaked at {best:.2f} < 1/alpha = {1 / self.config.alpha:g} "
+                f"after {self.n} pairs{floor}"
+            ),
+            n=self.n,
+            test="betting-eprocess",
+            lift=float(np.mean(deltas)) if deltas else 0.0,
+            ci_low=math.nan,
+            ci_high=math.nan,
+            p_value=min(1.0, 1.0 / best),
+            cost_savings=float(np.mean(savings)) if savings else 0.0,
+        )
