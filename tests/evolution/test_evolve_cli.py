@@ -39,6 +39,10 @@ def test_misuse_exits_2_before_any_work(tmp_path: Path) -> None:
     missing = evolve("--resume", str(tmp_path / "nope"), home=tmp_path)
     assert missing.returncode == EXIT_CODES["usage"]
     assert "no evolution checkpoint" in missing.stderr
+    mixed = evolve(
+        "--holdout-gate", "sequential", "--gate-mode", "noninferiority_cheaper", home=tmp_path
+    )
+    assert mixed.returncode == EXIT_CODES["usage"] and "superiority only" in mixed.stderr
 
 
 @needs_bwrap
