@@ -349,27 +349,16 @@ class Sandbox:
         """
         limit = self.config.timeout_s if timeout_s is None else timeout_s
         cap = self.config.max_output_bytes
-        drop_privileges = self._as_root and not self.config.unsandboxed
-        environment = self._environment(workdir, env)
-        cmd, preexec = self._limited(self._command(workdir, argv, environment))
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.perf_counter()
-            try:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    cwd=workdir,
-                    env=environment if self.config.unsandboxed else {},
-                    start_new_session=True,
-                    preexec_fn=preexec,
-                    user=NOBODY_UID if drop_privileges else None,
-                    group=NOBODY_UID if drop_privileges else None,
-                    extra_groups=[] if drop_privileges else None,
-                )
-            except OSError as exc:
-                raise SandboxFaultError(f"could not start the sandbox: {exc}") from exc
+            proc = self._spawn(
+                workdir,
+                argv,
+                env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
             timed_out = False
             try:
                 proc.communicate(
@@ -427,15 +416,42 @@ class Sandbox:
         Raises:
             SandboxFaultError: the process could not be started.
         """
+        return self._spawn(
+            workdir,
+            argv,
+            env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
+        )
+
+    def _spawn(
+        self,
+        workdir: Path,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        *,
+        stdin: int,
+        stdout: int | IO[bytes],
+        stderr: int | IO[bytes],
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` under bubblewrap and the rlimits in a session of its own.
+
+        Runs as uid 65534 when nightschool runs as root; its own session lets a
+        timeout kill the whole process group.
+
+        Raises:
+            SandboxFaultError: the process could not be started.
+        """
         drop_privileges = self._as_root and not self.config.unsandboxed
         environment = self._environment(workdir, env)
         cmd, preexec = self._limited(self._command(workdir, argv, environment))
         try:
             return subprocess.Popen(
                 cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 cwd=workdir,
                 env=environment if self.config.unsandboxed else {},
                 start_new_session=True,
