@@ -221,6 +221,18 @@ def chat_url(base_url: str) -> str:
     return root + "/chat/completions"
 
 
+def _raise_for_refusal_or_outage(response: Any) -> None:
+    """Raise for a refused API key (UserError) or a 5xx (ModelUnavailableError); else return."""
+    status = int(response.status_code)
+    if status in (401, 403):
+        raise UserError(f"the nightschool server refused the API key (HTTP {status})")
+    if status >= 500:
+        raise ModelUnavailableError(
+            f"the nightschool server failed (HTTP {status}): {response.text[:300]}",
+            status_code=status,
+        )
+
+
 class HttpRunner:
     """Runs tasks against a running `nightschool serve` over loopback HTTP.
 
@@ -308,13 +320,7 @@ class HttpRunner:
                 "the nightschool server cannot place this suite's workspace files",
                 hint="use a nightschool server of this version, or --runner inprocess",
             )
-        if status in (401, 403):
-            raise UserError(f"the nightschool server refused the API key (HTTP {status})")
-        if status >= 500:
-            raise ModelUnavailableError(
-                f"the nightschool server failed (HTTP {status}): {response.text[:300]}",
-                status_code=status,
-            )
+        _raise_for_refusal_or_outage(response)
         if status >= 400:
             raise UserError(f"the server refused the task's files (HTTP {status}): {response.text}")
 
@@ -379,13 +385,7 @@ class HttpRunner:
 
     def _parse(self, response: Any) -> AgentReply:
         status = int(response.status_code)
-        if status in (401, 403):
-            raise UserError(f"the nightschool server refused the API key (HTTP {status})")
-        if status >= 500:
-            raise ModelUnavailableError(
-                f"the nightschool server failed (HTTP {status}): {response.text[:300]}",
-                status_code=status,
-            )
+        _raise_for_refusal_or_outage(response)
         if status >= 400:
             raise ModelResponseError(
                 f"the nightschool server answered HTTP {status}: {response.text[:300]}"
