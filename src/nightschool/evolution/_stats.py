@@ -162,6 +162,19 @@ def resample_moments(
     return draws.mean(axis=2), draws.std(axis=2, ddof=1)
 
 
+def mean_and_se(deltas: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Row means and standard errors (sample sd with ddof=1 over sqrt(n)).
+
+    Args:
+        deltas: shape (rows, n), n >= 2.
+
+    Returns:
+        (mean, se), each shape (rows,).
+    """
+    se = deltas.std(axis=1, ddof=1) / math.sqrt(deltas.shape[1])
+    return deltas.mean(axis=1), se
+
+
 def bootstrap_t_bounds(
     deltas: FloatArray, means: FloatArray, sds: FloatArray, alpha: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -182,8 +195,7 @@ def bootstrap_t_bounds(
         (lower, upper), each shape (rows,).
     """
     n = deltas.shape[1]
-    mean = deltas.mean(axis=1)
-    se = deltas.std(axis=1, ddof=1) / math.sqrt(n)
+    mean, se = mean_and_se(deltas)
     diff = means - mean[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         t_star = np.where(sds > 0, diff * math.sqrt(n) / sds, np.sign(diff) * np.inf)
@@ -239,10 +251,8 @@ def student_t_bounds(deltas: FloatArray, alpha: float) -> tuple[FloatArray, Floa
     Returns:
         (lower, upper), each shape (rows,).
     """
-    n = deltas.shape[1]
-    mean = deltas.mean(axis=1)
-    se = deltas.std(axis=1, ddof=1) / math.sqrt(n)
-    t = student_t_quantile(1.0 - alpha, n - 1)
+    mean, se = mean_and_se(deltas)
+    t = student_t_quantile(1.0 - alpha, deltas.shape[1] - 1)
     return mean - t * se, mean + t * se
 
 
