@@ -53,10 +53,10 @@ from bench_retrieval import (
     latency_queries,
     synthetic_lessons,
 )
+from data.retrieval_evalset import LESSONS
 from nightschool.agent import AgentConfig, ChatPipeline, TurnResult
 from nightschool.llm import ChatModel, EmbeddedConfig, EmbeddedModel, Message, ScriptedModel
 from nightschool.memory import SkillMemory, default_embedder
-from nightschool.memory._evalset import LESSONS
 from nightschool.sandbox import Sandbox
 from nightschool.server import SESSION_HEADER, create_app, serve_in_thread
 from nightschool.store import Store

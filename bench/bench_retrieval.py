@@ -6,13 +6,23 @@ per size, after one warm-up call (the first call loads the vector index; its
 time is printed separately). Targets: p95 <= 10 ms at 10k and <= 25 ms at 100k.
 Each playbook holds the 74 labelled lessons plus synthetic ones, and the
 labelled queries' recall@5 is reported per size for BM25 alone, vectors alone
-and the default hybrid.
+and the default hybrid (without and with its relevance floor), with the share of
+unrelated requests that the default rejects.
 
-Quality: the 74 labelled lessons of `nightschool.memory._evalset` mixed into
+Quality: the 74 labelled lessons of `bench/data/retrieval_evalset.py` mixed into
 600 synthetic distractors; 74 paraphrased and 74 keyword-bearing queries must
 find their lesson. Recall@1/@5 for BM25 alone, vectors alone and several
 fusions (RRF, score mix), with and without the cluster boost; plus the
 embedding-text ablation and the near-duplicate cosine calibration.
+
+Relevance floor: recall@5 of the 148 labelled queries and the rejection rate of
+the 80 unrelated requests of `bench/data/unrelated_requests.py` (top fused score
+below the floor, so retrieval returns nothing) for a grid of floors, for lessons
+and for skills (`bench/data/skill_evalset.py`: every template x tier of the bank
+learned as skills at seed 1, the prompts of seed 2 as queries), and the floor chosen:
+the middle of the range that keeps recall@5 within 2 points of no floor and
+rejects at least 90% of unrelated requests. Only that part:
+`python bench/bench_retrieval.py --floors-only [--embedder hashing]`.
 
 Synthetic lessons come from a seeded template generator (7 domains x 70,560
 combinations). Their vectors are cached by text hash in one .npz per embedder
@@ -20,7 +30,7 @@ under `/tmp/nightschool-bench/`: the first run embeds ~100k texts (measured 23
 minutes on a shared 2-core machine), later runs take under a minute.
 
 Usage: `python bench/bench_retrieval.py [--sizes 1000,10000,100000] [--queries 200]
-[--embedder default|hashing] [--skip-quality] [--skip-latency]`
+[--embedder default|hashing] [--skip-quality] [--skip-latency] [--floors-only]`
 """
 
 from __future__ import annotations
@@ -38,6 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from data.retrieval_evalset import LESSONS
+from data.retrieval_reworded import REWORDED
+from data.skill_evalset import skill_candidates, skill_queries
+from data.synthetic_slots import SLOT_TEXT
+from data.unrelated_requests import UNRELATED_REQUESTS
 from nightschool.memory import (
     DOMAINS,
     Embedder,
@@ -46,8 +61,6 @@ from nightschool.memory import (
     SkillMemory,
     default_embedder,
 )
-from nightschool.memory._evalset import LESSONS
-from nightschool.memory._reworded import REWORDED
 from nightschool.memory._rows import embedding_text
 from nightschool.store import Store
 
@@ -57,62 +70,12 @@ GENERATOR_VERSION = 1
 
 # -- synthetic lessons -------------------------------------------------------------------
 
-_SLOT_TEXT = """
-data_analysis
-actions: aggregating, filtering, joining, resampling, normalising, deduplicating, pivoting, ranking, bucketing, sampling, cleaning, summarising
-objects: sensor readings, sales records, survey answers, log metrics, price series, inventory rows, click events, weather data, invoice lines, user profiles, exam scores, shipment records
-contexts: from a CSV export, in a JSON dump, across monthly files, with missing values, with mixed units, from an Excel sheet, in a streaming feed, with duplicate keys, with outliers, by time window
-pitfalls: assuming every row is complete, mixing string and numeric types, loading everything into memory, ignoring time zones, rounding too early, silently dropping malformed rows, trusting the header order
-fixes: validate each row before use, convert types explicitly at the boundary, process the input as a stream, keep full precision until the final output, count and report skipped rows, normalise units before combining, sort the output so it is deterministic
-
-regex_parse
-actions: extracting, validating, tokenising, rewriting, splitting, matching, anonymising, scanning, capturing, normalising, stripping, classifying
-objects: version strings, phone numbers, URLs, configuration keys, HTML attributes, timestamps, file paths, hashtags, currency amounts, IP addresses, markdown headers, error codes
-contexts: in free text, line by line, in multiline documents, from mixed-language input, with optional parts, with nested brackets, case-insensitively, with unicode characters, in very long strings, from user input
-pitfalls: a greedy wildcard, forgetting anchors, an unescaped dot, nested quantifiers, a hand-written split chain, assuming ASCII only, recompiling the pattern in a loop
-fixes: anchor the pattern and use named groups, escape literal characters, precompile the pattern once, use a non-greedy or negated class, test the pattern on edge cases first, fall back to a real parser for nesting, enable the unicode-aware flags
-
-sql
-actions: querying, updating, aggregating, joining, paginating, migrating, indexing, deleting, upserting, ranking, archiving, auditing
-objects: orders, customers, employees, transactions, products, sessions, comments, invoices, subscriptions, tickets, warehouses, payments
-contexts: in SQLite, with NULL columns, across two tables, with a date range, inside a transaction, with a composite key, on a large table, with user-supplied filters, grouped by month, with window functions
-pitfalls: string-formatted statements, a missing index, comparing with = NULL, filtering joined rows in WHERE, one commit per row, OFFSET paging on big tables, implicit integer division
-fixes: bind parameters instead of formatting, add an index on the filtered column, use IS NULL for missing values, move join conditions into ON, batch writes in one transaction, page with a keyset on the last id, cast to REAL before dividing
-
-concurrency
-actions: sharing, updating, polling, scheduling, cancelling, throttling, batching, retrying, draining, locking, streaming, joining
-objects: task queues, result caches, worker threads, subprocess pools, async HTTP calls, progress counters, log writers, database connections, file handles, timers, socket servers, background jobs
-contexts: under heavy load, with asyncio, with threading, with multiprocessing, during shutdown, with timeouts, across processes, with shared state, with many producers, when a worker crashes
-pitfalls: unsynchronised shared state, blocking calls on the event loop, locks taken in different orders, ignoring worker exceptions, unbounded queues, daemon threads dropping work, busy waiting
-fixes: guard shared state with a lock, offload blocking work to a thread, acquire locks in one global order, collect each future's result, bound the queue and apply backpressure, join workers before exit, wait on an event or condition
-
-algo
-actions: searching, sorting, merging, traversing, counting, partitioning, scheduling, compressing, matching, caching, sampling, ordering
-objects: intervals, graphs, trees, linked lists, matrices, strings, priority queues, sliding windows, prefix sums, permutations, dependency lists, coordinate pairs
-contexts: with duplicates, in place, with negative numbers, at large scale, with ties, with an empty input, with cycles, within a time limit, with off-by-one bounds, with deep recursion
-pitfalls: a quadratic nested loop, unbounded recursion, mutating while iterating, an off-by-one bound, ignoring the empty case, recomputing subproblems, an unstable comparison
-fixes: use a hash map for lookups, switch to an explicit stack, iterate over a copy, write the loop invariant down, handle the empty input first, memoise subproblems, sort with a tuple key
-
-bash
-actions: renaming, archiving, searching, looping over, parsing, copying, scheduling, cleaning, monitoring, compressing, comparing, filtering
-objects: log files, directories, CSV lines, environment variables, process lists, backup folders, git branches, download links, image files, config files, temporary files, user accounts
-contexts: in a cron job, with spaces in names, recursively, over SSH, with GNU and BSD tools, in a pipeline, with set -e, in a Docker container, as root, with thousands of files
-pitfalls: unquoted variables, parsing ls output, ignoring exit codes, relying on the interactive PATH, word splitting in for loops, unquoted heredoc delimiters, lexicographic number comparison
-fixes: quote every expansion, use find with -print0, enable set -euo pipefail, use absolute paths, read lines with IFS= read -r, quote the heredoc delimiter, compare numbers with -lt or (( ))
-
-python_general
-actions: loading, serialising, validating, packaging, logging, testing, configuring, profiling, refactoring, importing, formatting, closing
-objects: JSON payloads, dataclasses, command-line arguments, text files, dictionaries, generators, context managers, datetime values, environment settings, HTTP responses, module imports, exceptions
-contexts: on Windows, in a library, in a long-running service, under Python 3.11, with type hints, in unit tests, with optional fields, in a CLI tool, with large inputs, with non-UTF-8 text
-pitfalls: a mutable default argument, a bare except, identity comparison with is, late-bound loop variables, the platform default encoding, leaking open file handles, catching and ignoring errors
-fixes: default to None and build inside, catch the specific exception, compare values with ==, bind loop values as defaults, pass encoding explicitly, use a with block, log and re-raise unexpected errors
-"""
 _FIELDS = ("actions", "objects", "contexts", "pitfalls", "fixes")
 
 
 def _slots() -> dict[str, dict[str, list[str]]]:
     out: dict[str, dict[str, list[str]]] = {}
-    for block in _SLOT_TEXT.strip().split("\n\n"):
+    for block in SLOT_TEXT.strip().split("\n\n"):
         domain, *lines = block.splitlines()
         out[domain] = {
             k: [w.strip() for w in v.split(",")] for k, _, v in (ln.partition(":") for ln in lines)
@@ -194,7 +157,8 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, path: Path) -> None:
         self.inner, self.path = inner, path
         self.name, self.dim = inner.name, inner.dim
-        self.duplicate_threshold = getattr(inner, "duplicate_threshold", None)
+        for name in ("duplicate_threshold", "vector_weight", "relevance_floor"):
+            setattr(self, name, getattr(inner, name, None))
         self._rows: dict[str, np.ndarray] = {}
         self.misses = 0
         if path.exists():
@@ -268,16 +232,18 @@ def recall(ranks: Sequence[int | None], k: int) -> float:
 
 
 QUALITY_VARIANTS = [
-    ("BM25 only", MemoryConfig(vector_weight=0.0)),
-    ("vectors only", MemoryConfig(vector_weight=1.0)),
+    ("BM25 only", MemoryConfig(vector_weight=0.0, min_score=0.0)),
+    ("vectors only", MemoryConfig(vector_weight=1.0, min_score=0.0)),
     ("RRF k=60, equal weights", MemoryConfig(fusion="rrf", vector_weight=0.5)),
     ("RRF k=60, vector weight 0.85", MemoryConfig(fusion="rrf", vector_weight=0.85)),
     ("RRF k=10, vector weight 0.85", MemoryConfig(fusion="rrf", rrf_k=10, vector_weight=0.85)),
-    ("mix, equal weights", MemoryConfig(vector_weight=0.5)),
-    ("mix, vector weight 0.7", MemoryConfig(vector_weight=0.7)),
-    ("mix, vector weight 0.9", MemoryConfig(vector_weight=0.9)),
-    ("default (MemoryConfig(), embedder's weight)", MemoryConfig()),
+    ("mix, equal weights", MemoryConfig(vector_weight=0.5, min_score=0.0)),
+    ("mix, vector weight 0.7", MemoryConfig(vector_weight=0.7, min_score=0.0)),
+    ("mix, vector weight 0.9", MemoryConfig(vector_weight=0.9, min_score=0.0)),
+    ("default weights, no relevance floor", MemoryConfig(min_score=0.0)),
+    ("default (MemoryConfig(): embedder's weight and floor)", MemoryConfig()),
 ]
+"""Ranking variants; all but the last with the relevance floor off (RRF has none)."""
 
 
 def quality(
@@ -313,6 +279,7 @@ def quality(
             print(f"| {label} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     ablation(bulk, distractors)
     calibration(bulk, distractors)
+    floors(embedder, path)
     bulk.save()
 
 
@@ -390,6 +357,104 @@ def calibration(embedder: Embedder, distractors: list[dict[str, Any]]) -> None:
         )
 
 
+# -- relevance floor -------------------------------------------------------------------------
+
+FLOOR_TABLE = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+RECALL_SLACK = 0.02
+MIN_REJECTION = 0.9
+
+
+def floors(embedder: Embedder, path: Path) -> None:
+    """Relevance floors: labelled recall@5 against rejection of unrelated requests.
+
+    Scores are fused scores without the cluster boost (`RetrievedLesson.fused_score`),
+    read with the floor off. A labelled query counts as found at floor f when its
+    lesson is in the top 5 and scores >= f (a floor only removes entries, so this is
+    what `retrieve` returns with that floor); an unrelated request is rejected when
+    its best score is below f. Skills are learned into the same database.
+    """
+    off = MemoryConfig(min_score=0.0, min_skill_score=0.0)
+    with Store.open(path) as store:
+        memory = SkillMemory(store, embedder, off)
+        for candidate in skill_candidates():
+            memory.learn_skill(**candidate)
+        lesson_hits = []
+        for item in LESSONS:
+            for query in (*item.queries, *item.keyword_queries):
+                got = memory.retrieve(query, k=5)
+                target = [r.fused_score for r in got if r.lesson.id == f"L-label-{item.key}"]
+                lesson_hits.append(target[0] if target else None)
+        skill_hits = []
+        for query, template in skill_queries():
+            got = memory.retrieve(query, k=5, kind="skill")
+            target = [r.fused_score for r in got if r.lesson.template == template]
+            skill_hits.append(target[0] if target else None)
+        unrelated = {
+            kind: [
+                max((r.fused_score for r in memory.retrieve(q, k=1, kind=kind)), default=0.0)
+                for q in UNRELATED_REQUESTS
+            ]
+            for kind in ("lesson", "skill")
+        }
+        n_skills = memory.count(kind="skill")
+        current = SkillMemory(store, embedder)
+        in_use = (current.relevance_floor("lesson"), current.relevance_floor("skill"))
+    print(
+        f"\n## Relevance floor ({embedder.name}): {len(lesson_hits)} labelled lesson queries, "
+        f"{len(skill_hits)} challenge prompts against {n_skills} skills, "
+        f"{len(UNRELATED_REQUESTS)} unrelated requests\n"
+    )
+    print(
+        "| floor | lessons R@5 | lessons: unrelated rejected | skills R@5 "
+        "| skills: unrelated rejected |"
+    )
+    print("|---|---|---|---|---|")
+    for f in FLOOR_TABLE:
+        cells = (
+            _found(lesson_hits, f),
+            _rejected(unrelated["lesson"], f),
+            _found(skill_hits, f),
+            _rejected(unrelated["skill"], f),
+        )
+        print(f"| {f:.2f} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    for kind, hits, used in (
+        ("lesson", lesson_hits, in_use[0]),
+        ("skill", skill_hits, in_use[1]),
+    ):
+        _choose(kind, hits, unrelated[kind], used)
+
+
+def _found(hits: Sequence[float | None], floor: float) -> float:
+    return sum(1 for h in hits if h is not None and h > 0 and h >= floor) / len(hits)
+
+
+def _rejected(tops: Sequence[float], floor: float) -> float:
+    return sum(1 for t in tops if t < floor or t <= 0) / len(tops)
+
+
+def _choose(kind: str, hits: Sequence[float | None], tops: Sequence[float], used: float) -> None:
+    """Print the feasible floor range and its middle (rounded to 0.01)."""
+    base = _found(hits, 0.0)
+    grid = [round(0.005 * i, 3) for i in range(0, 201)]
+    ok = [
+        f
+        for f in grid
+        if _found(hits, f) >= base - RECALL_SLACK - 1e-9 and _rejected(tops, f) >= MIN_REJECTION
+    ]
+    if ok:
+        pick = round((ok[0] + ok[-1]) / 2, 2)
+        verdict = f"feasible {ok[0]:.3f}..{ok[-1]:.3f}, middle {pick:.2f}"
+    else:
+        keep = [f for f in grid if _found(hits, f) >= base - RECALL_SLACK - 1e-9]
+        pick = round(keep[-1], 2)
+        verdict = f"NO floor meets both; highest keeping recall: {pick:.2f}"
+    print(
+        f"- {kind}s: R@5 without floor {base:.3f}; {verdict}: R@5 {_found(hits, pick):.3f}, "
+        f"unrelated rejected {_rejected(tops, pick):.3f}; in use {used:.2f}: "
+        f"R@5 {_found(hits, used):.3f}, rejected {_rejected(tops, used):.3f}"
+    )
+
+
 # -- latency ---------------------------------------------------------------------------------
 
 
@@ -447,9 +512,15 @@ def latency(
                 times.append(t1 - t0)
                 embed_times.append(t2 - t1)
             cells = []
-            for config in (MemoryConfig(vector_weight=0.0), MemoryConfig(vector_weight=1.0), None):
+            for config in (
+                MemoryConfig(vector_weight=0.0, min_score=0.0),
+                MemoryConfig(vector_weight=1.0, min_score=0.0),
+                MemoryConfig(min_score=0.0),
+                None,
+            ):
                 found = ranks_of(SkillMemory(store, embedder, config), k=5, cluster=False)
                 cells.append(recall(found["paraphrase"] + found["keyword"], 5))
+            cells.append(np.mean([memory.retrieve(q, k=3) == [] for q in UNRELATED_REQUESTS]))
             recalls.append((size, *cells))
         p95 = pct(times, 95)
         target = TARGET_P95_MS.get(size)
@@ -464,10 +535,13 @@ def latency(
     print("|---|---|---|---|---|---|")
     for size, p50, p95, emb, cold, verdict in rows:
         print(f"| {size:,} | {p50:.2f} | {p95:.2f} | {emb:.2f} | {cold:.0f} | {verdict} |")
-    print("\n| lessons | BM25 only R@5 | vectors only R@5 | hybrid (default) R@5 |")
-    print("|---|---|---|---|")
-    for size, bm25, vec, hybrid in recalls:
-        print(f"| {size:,} | {bm25:.3f} | {vec:.3f} | {hybrid:.3f} |")
+    print(
+        "\n| lessons | BM25 only R@5 | vectors only R@5 | hybrid, no floor R@5 "
+        "| hybrid (default, with floor) R@5 | unrelated requests rejected (default) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for size, *cells in recalls:
+        print(f"| {size:,} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
 
 
 def main() -> None:
@@ -477,6 +551,7 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("default", "hashing"), default="default")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--floors-only", action="store_true", help="only the relevance floor")
     args = parser.parse_args()
     # One onnxruntime thread: on this 2-core machine it was faster than two both for
     # single queries and for bulk embedding (75 vs 54 texts/s with one other process).
@@ -493,6 +568,12 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     pool = synthetic_lessons(max([*sizes, 600 + len(LESSONS)]), seed=1)
     with tempfile.TemporaryDirectory(prefix="nightschool-bench-") as tmp:
+        if args.floors_only:
+            path = Path(tmp) / "floors.db"
+            build(path, bulk, labelled_records() + pool[:600])
+            floors(embedder, path)
+            bulk.save()
+            return
         if not args.skip_quality:
             quality(embedder, bulk, pool[:600], Path(tmp))
         if not args.skip_latency:

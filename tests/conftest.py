@@ -36,11 +36,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Never touch the user's real data dir or model server from a test."""
+    """Never touch the user's real data dir or model server from a test.
+
+    The embedded model is the tiny `smollm2-135m` (98 MB, loaded in place) for
+    the whole suite, CLI subprocesses included, so it stays fast; a test of the
+    default model (`qwen2.5-coder-0.5b`) asks for it explicitly.
+    """
     home = tmp_path / "home"
     monkeypatch.setenv("NIGHTSCHOOL_HOME", str(home))
-    for name in ("NIGHTSCHOOL_BASE_URL", "NIGHTSCHOOL_MODEL", "NIGHTSCHOOL_API_KEY"):
+    for name in ("NIGHTSCHOOL_BASE_URL", "NIGHTSCHOOL_MODEL_PATH", "NIGHTSCHOOL_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NIGHTSCHOOL_MODEL", "smollm2-135m")
     return home
 
 

@@ -186,10 +186,20 @@ def test_dream_on_embedded_model_end_to_end(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "dream summary" in result.stdout and "python_general" in result.stdout
-    rows = db_rows(home, "SELECT record FROM trajectories")
+    rows = db_rows(home, "SELECT record FROM trajectories WHERE task_kind = 'selfplay'")
     assert len(rows) == 1
     record = json.loads(str(rows[0][0]))
-    assert record["model"] == "smollm2-135m-instruct-q4_1"
+    assert record["model"] == "smollm2-135m"
+    checks = db_rows(home, "SELECT COUNT(*) FROM trajectories WHERE task_kind = 'verification'")
+    skills = db_rows(home, "SELECT source_trajectory_id, verified, extra FROM lessons")
+    if record["outcome"] == "passed":  # a pass becomes a skill, checked with and without it
+        [(source, verified, extra)] = skills
+        comparison = json.loads(str(extra))["verification"]["comparison"]
+        assert source == record["id"] and comparison["k"] == 6
+        assert bool(verified) == comparison["promote"]
+        assert checks == [(12,)] and "fresh renderings with it" in result.stdout
+    else:
+        assert checks == [(0,)] or skills == []
     assert record["task_kind"] == "selfplay" and record["cluster"] == "python_general"
     assert record["outcome"] in ("passed", "failed")
     assert 1 <= len(record["tool_calls"]) <= 3 and record["tokens_out"] > 0

@@ -14,7 +14,11 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EMBEDDED_MODEL = "embedded"
-"""Model name that selects the embedded llama.cpp model instead of a server."""
+"""Alias of `DEFAULT_EMBEDDED_MODEL`, kept for the `--model embedded` of earlier versions."""
+
+DEFAULT_EMBEDDED_MODEL = "qwen2.5-coder-0.5b"
+"""Catalog name of the embedded model used when no `--model` is given
+(see `nightschool.llm.catalog`)."""
 
 
 class Settings(BaseSettings):
@@ -29,8 +33,14 @@ class Settings(BaseSettings):
     )
     model: str = Field(
         default=EMBEDDED_MODEL,
-        description="`embedded` for the bundled SmolLM2-135M, otherwise the model "
-        "name sent to the OpenAI-compatible server at `base_url`.",
+        description="Without `base_url`: an embedded model of the catalog "
+        "(`nightschool models`; `embedded` is the default, qwen2.5-coder-0.5b). "
+        "With `base_url`: the model name sent to the OpenAI-compatible server.",
+    )
+    model_path: Path | None = Field(
+        default=None,
+        description="A local GGUF file to load in-process instead of a catalog model "
+        "(NIGHTSCHOOL_MODEL_PATH); cannot be combined with `base_url`.",
     )
     base_url: str | None = Field(
         default=None,
@@ -63,6 +73,10 @@ class Settings(BaseSettings):
         if self.home is not None:
             return self.home.expanduser()
         return Path(platformdirs.user_data_dir("nightschool", appauthor=False))
+
+    def models_dir(self) -> Path:
+        """Return the directory where split embedded models are assembled (not created)."""
+        return self.home_dir() / "models"
 
     def database_path(self) -> Path:
         """Return the path of the SQLite database inside the home directory."""

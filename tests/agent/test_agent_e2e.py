@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from nightschool.agent import AgentConfig, ChatPipeline, Verifier
-from nightschool.learning import PlaybookSink
-from nightschool.llm import EMBEDDED_MODEL_NAME, EmbeddedModel, Message
+from nightschool.learning.reflection import Reflector, ReflectorConfig
+from nightschool.learning.sink import PlaybookSink
+from nightschool.llm import EmbeddedConfig, EmbeddedModel, Message
 from nightschool.memory import PLAYBOOK_HEADER, SkillMemory
-from nightschool.reflection import Reflector, ReflectorConfig
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, ToolCall
@@ -35,7 +35,7 @@ REQUEST_3 = "Reply with three words exactly: kangaroo trampoline giraffe"
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[EmbeddedModel]:
-    with EmbeddedModel() as loaded:
+    with EmbeddedModel(EmbeddedConfig(model="smollm2-135m")) as loaded:
         yield loaded
 
 
@@ -59,7 +59,7 @@ def test_one_real_turn_is_recorded(model: EmbeddedModel, store: Store, tmp_path:
         pipe.close()
     stored = store.get_trajectory(result.trajectory.id)
     assert stored is not None
-    assert stored.model == EMBEDDED_MODEL_NAME and stored.task_kind == "chat"
+    assert stored.model == "smollm2-135m" and stored.task_kind == "chat"
     assert 1 <= stored.n_steps <= 2 and stored.tokens_in > 0 and stored.tokens_out > 0
     assert stored.tool_calls or stored.final_response.strip()
     assert stored.outcome in (Outcome.UNKNOWN, Outcome.FAILED)

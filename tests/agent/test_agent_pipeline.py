@@ -13,10 +13,10 @@ from nightschool.agent import AgentConfig, ChatPipeline, reply_fingerprint, sess
 from nightschool.agent import pipeline as pipeline_module
 from nightschool.errors import ModelUnavailableError, SandboxFaultError, UserError
 from nightschool.feedback import STEP_LIMIT_MARKER
-from nightschool.learning import PlaybookSink
+from nightschool.learning.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
+from nightschool.learning.sink import PlaybookSink
 from nightschool.llm import Message, ScriptedModel
 from nightschool.memory import PLAYBOOK_HEADER, HashingEmbedder, SkillMemory
-from nightschool.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
 from nightschool.sandbox import ExecResult, Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
@@ -470,13 +470,15 @@ def test_reply_does_not_wait_for_the_reflection(
     release = threading.Event()
 
     def slow(messages: Sequence[Message]) -> str:
-        if messages[0]["content"] == REFLECTION_SYSTEM_PROMPT:
-            assert release.wait(30)
-            return REFLECTION
-        return REPLY_1
+        assert messages[0]["content"] == REFLECTION_SYSTEM_PROMPT
+        assert release.wait(30)
+        return REFLECTION
 
-    model = ScriptedModel(slow)
-    pipe = make(model, memory=memory, reflector=Reflector(store, model, sink=PlaybookSink(memory)))
+    # Two models: a scripted model serves one call at a time, so a reflection
+    # blocked inside it would hold up the agent's own call.
+    model, reflecting = ScriptedModel(lambda _m: REPLY_1), ScriptedModel(slow)
+    reflector = Reflector(store, reflecting, sink=PlaybookSink(memory))
+    pipe = make(model, memory=memory, reflector=reflector)
     first = pipe.handle([user(REQUEST_1)], session_id="s")
     second = pipe.handle([user(REQUEST_1), assistant(first.reply), user(REQUEST_2)], session_id="s")
     assert second.correction is not None and second.correction.reflection_scheduled

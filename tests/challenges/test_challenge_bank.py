@@ -20,6 +20,7 @@ from nightschool.challenges import (
     render,
     templates,
 )
+from nightschool.challenges._model import tier_level
 
 ALL = [t.name for t in templates()]
 COMBOS = [(name, tier) for name in ALL for tier in TIERS]
@@ -30,7 +31,31 @@ def test_clusters_and_tiers_are_the_documented_ones() -> None:
     assert CLUSTERS == (
         "algo", "bash", "concurrency", "data_analysis", "python_general", "regex_parse", "sql",
     )  # fmt: skip
-    assert TIERS == ("basic", "intermediate", "advanced", "expert")
+    assert TIERS == ("starter", "basic", "intermediate", "advanced", "expert")
+
+
+def test_tier_level_counts_from_starter() -> None:
+    assert [tier_level(tier) for tier in TIERS] == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="known tiers: starter, basic"):
+        tier_level("novice")
+
+
+# Challenge hashes rendered before the `starter` tier existed: adding it must not
+# change any existing (template, tier, seed).
+PINNED = [
+    ("algo.top_k", "basic", "c2c02bcaf6bb735c"),
+    ("bash.word_freq", "intermediate", "34b5a5bab95532e1"),
+    ("concurrency.pipeline", "advanced", "0cdd2b5bd5141760"),
+    ("data_analysis.dept_summary", "expert", "e9616475e1c42c41"),
+    ("python_general.config_merge", "basic", "6ae9ad1933f4222e"),
+    ("regex_parse.dates", "advanced", "dbf36127dee9f4df"),
+    ("sql.running_balance", "expert", "c408f110568d20d1"),
+]
+
+
+@pytest.mark.parametrize(("name", "tier", "digest"), PINNED)
+def test_existing_tiers_render_as_before(name: str, tier: str, digest: str) -> None:
+    assert render(name, tier, 5).challenge_hash == digest
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
@@ -70,20 +95,25 @@ def test_render_is_deterministic_and_seeds_differ(name: str, tier: str) -> None:
     assert (first.template, first.cluster, first.tier, first.seed) == (
         name, name.split(".")[0], tier, 7,
     )  # fmt: skip
-    assert other.setup_script != first.setup_script
     assert other.challenge_hash != first.challenge_hash
+    if tier == "starter":  # a function task may need no files: the hidden cases differ
+        assert (other.setup_script, other.validation_script) != (
+            first.setup_script, first.validation_script,
+        )  # fmt: skip
+    else:
+        assert other.setup_script != first.setup_script
 
 
 @pytest.mark.parametrize(("name", "tier"), COMBOS)
 def test_prompt_states_the_file_and_the_tier_twists(name: str, tier: str) -> None:
     challenge = render(name, tier, 3)
-    level = TIERS.index(tier)
+    level = TIERS.index(tier) - 1  # twists stated: starter and basic none
     prompt = challenge.prompt
     assert f"`{challenge.solution_file}`" in prompt
     assert challenge.solution_file in ("solution.py", "solution.sh")
     assert (challenge.solution_file == "solution.sh") == (challenge.cluster == "bash")
     assert len(prompt) < 3000
-    if level == 0:
+    if level <= 0:
         assert "Extra rules" not in prompt
     else:
         rules = prompt.split("Extra rules at this level:\n", 1)[1].split("\n\n", 1)[0]
@@ -140,3 +170,86 @@ def test_challenge_is_frozen_with_python_default_file() -> None:
     assert challenge.solution_file == "solution.py"
     with pytest.raises(AttributeError):
         challenge.prompt = "other"  # type: ignore[misc]
+
+
+FUNCTION = re.compile(r"```python\n(?:import \w+\n\n\n)?def (\w+)\(.*\) -> .+:\n    \"\"\"")
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_starter_prompts_are_short_and_explicit(name: str, seed: int) -> None:
+    """Sized for a 0.5B model: one short task with the exact signature or input shown."""
+    challenge = render(name, "starter", seed)
+    prompt = challenge.prompt
+    assert len(prompt) <= 900, len(prompt)
+    assert "Extra rules" not in prompt and "hidden" in prompt
+    if challenge.solution_file == "solution.py":
+        match = FUNCTION.search(prompt)
+        assert match, "no signature with a docstring"
+        func = match.group(1)
+        assert prompt.count(f">>> {func}(") in (1, 2), "one or two worked examples"
+        assert f"calls `{func}` on hidden tests" in prompt
+        assert "do not print" in prompt and "return the result" in prompt
+        assert f"def {func}(" in challenge.reference_solution
+        assert "print(" not in challenge.reference_solution
+        assert "input(" not in challenge.reference_solution
+        assert "open(" not in challenge.reference_solution
+    else:
+        assert "bash solution.sh" in prompt and "For the " in prompt
+        body = [line for line in challenge.reference_solution.splitlines() if line.strip()]
+        assert len(body) <= 5, "a starter script is one pipeline or one loop"
+    assert challenge.validation_script.count("DATA = ") == 1
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_starter_validators_hold_5_to_8_hidden_cases(name: str) -> None:
+    challenge = render(name, "starter", 4)
+    data = challenge.validation_script.split("\nDATA = ", 1)[1].split("\n", 1)[0]
+    value = eval(data, {"json": json})  # the validator's own `json.loads(...)` literal
+    if challenge.solution_file == "solution.py":
+        assert 5 <= len(value["cases"]) <= 8
+        calls = [case["call"] for case in value["cases"]]
+        assert len(set(calls)) == len(calls), "cases repeat"
+        assert not any(call in challenge.prompt for call in calls), "a hidden case is shown"
+    else:
+        assert len(value) >= 2, "the script also runs on hidden inputs"
+
+
+STARTER_SEEDS = range(6)
+EXAMPLE = re.compile(r"^    >>> (.+)\n    (.+)$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_starter_prompts_differ_by_seed(name: str) -> None:
+    """A new seed is a new task as the solver sees it: the worked example comes from the seed."""
+    prompts = {render(name, "starter", seed).prompt for seed in STARTER_SEEDS}
+    assert len(prompts) >= 5, f"{len(prompts)} distinct prompts among seeds 0..5"
+
+
+def _validator_data(challenge: Challenge) -> dict[str, object]:
+    data = challenge.validation_script.split("\nDATA = ", 1)[1].split("\n", 1)[0]
+    value = eval(data, {"json": json})  # the validator's own `json.loads(...)` literal
+    assert isinstance(value, dict)
+    return value
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if not n.startswith("bash.")])
+@pytest.mark.parametrize("seed", STARTER_SEEDS)
+def test_starter_worked_examples_are_what_the_reference_returns(
+    name: str, seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeded `>>>` examples are right: the reference returns the shown value."""
+    challenge = render(name, "starter", seed)
+    monkeypatch.chdir(tmp_path)
+    exec(challenge.setup_script, {})  # the database of the sql templates
+    scope: dict[str, object] = {}
+    exec(str(_validator_data(challenge)["prelude"]), scope)  # fixtures: con, work, Ledger
+    exec(challenge.reference_solution, scope)
+    examples = EXAMPLE.findall(challenge.prompt)
+    assert examples and len(examples) == challenge.prompt.count(">>> ")
+    for shown_call, shown_value in examples:
+        got = eval(shown_call, scope)
+        want = eval(shown_value, scope)  # `[work(5), ...]` evaluates with the prelude's work
+        if isinstance(want, list) and want and want[-1] is Ellipsis:  # a shown prefix
+            got, want = got[: len(want) - 1], want[:-1]
+        assert got == want, f"{shown_call} returns {got!r}, the prompt shows {shown_value}"

@@ -61,6 +61,21 @@ def test_reference_passes_and_near_miss_fails(
         assert marker not in bad.feedback
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("name", [t.name for t in templates()])
+def test_starter_reference_passes_and_near_miss_fails_for_every_seed(
+    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str, seed: int
+) -> None:
+    """Starter examples and cases are drawn per seed: check several seeds, not one."""
+    challenge = render(name, "starter", seed)
+    good, bad = evaluate_both(
+        pool, sandbox, challenge, challenge.reference_solution, challenge.wrong_solution
+    )
+    assert good.passed, f"seed {seed}: reference failed: {good.feedback}"
+    assert not bad.passed, f"seed {seed}: the near-miss solution was accepted"
+    assert bad.feedback and not bad.validation.timed_out
+
+
 @pytest.mark.parametrize("name", [t.name for t in templates()])
 def test_empty_and_crashing_solutions_fail_with_feedback(
     pool: ThreadPoolExecutor, sandbox: Sandbox, name: str
@@ -78,6 +93,31 @@ def test_empty_and_crashing_solutions_fail_with_feedback(
     assert not crashed.passed
     assert "cannot parse input: boom" in crashed.feedback
     assert status in crashed.feedback
+
+
+@pytest.mark.parametrize("name", [t.name for t in templates()])
+def test_starter_empty_crashing_and_stdin_reading_solutions_fail_with_feedback(
+    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str
+) -> None:
+    challenge = render(name, "starter", SEED)
+    if challenge.solution_file.endswith(".sh"):
+        empty, crashed = evaluate_both(pool, sandbox, challenge, "", "echo boom >&2\nexit 3\n")
+        assert not empty.passed and "FAIL:" in empty.feedback
+        assert not crashed.passed and "status 3" in crashed.feedback
+        return
+    func = challenge.reference_solution.split("def ", 1)[1].split("(", 1)[0]
+    crash = f"def {func}(*args):\n    raise RuntimeError('cannot parse input: boom')\n"
+    empty, crashed = evaluate_both(pool, sandbox, challenge, "", crash)
+    assert not empty.passed
+    assert f"FAIL: solution.py does not define a function named `{func}`" in empty.feedback
+    assert not crashed.passed
+    first = crashed.feedback.splitlines()[0]
+    assert first.startswith(f"FAIL: {func}(") and "(test 1 of" in first
+    assert "raised RuntimeError: cannot parse input: boom (solution.py line 2)" in first
+    reads = evaluate(sandbox, challenge, f"import sys\n\ndef {func}(*args):\n    return input()\n")
+    assert not reads.passed and "do not read input" in reads.feedback
+    for marker in CHECKER_SOURCE_MARKERS:
+        assert marker not in empty.feedback + crashed.feedback + reads.feedback
 
 
 def _hand_made(setup: str, validation: str) -> Challenge:

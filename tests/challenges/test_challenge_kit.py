@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from nightschool.challenges._templates._kit import (
+    Case,
+    Expr,
+    call,
+    function_prompt,
+    function_validator,
     near_miss,
+    script_validator,
     select,
+    starter_validator_script,
     twists,
     validator_script,
 )
@@ -137,3 +144,131 @@ def test_solution_timeout_and_missing_file(tmp_path: Path) -> None:
 def test_shell_solutions_run_with_bash(tmp_path: Path) -> None:
     result = run_check(tmp_path, LINES, ["hi 1"], "echo hi $((0 + 1))\n", name="solution.sh")
     assert result.returncode == 0, result.stdout
+
+
+# --------------------------------------------------------------------------- starter checks
+
+
+def run_script(tmp_path: Path, script: str, solution: str, name: str = "solution.py"):
+    """Run a validation script over `solution` in a fresh folder under `tmp_path`."""
+    folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / name).write_text(solution)
+    return subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=folder, timeout=60
+    )
+
+
+SQUARES = [Case(call("square", x), x * x) for x in (2, -3, 0, 7)]
+
+
+def test_call_and_expr_write_python_calls() -> None:
+    assert call("f", [1, (2, "a")], None) == "f([1, (2, 'a')], None)"
+    assert call("total", Expr("con"), "amy") == "total(con, 'amy')"
+
+
+def test_function_prompt_is_humaneval_shaped() -> None:
+    text = function_prompt("square", "def square(x: int) -> int:", "Return x squared.", SQUARES[:1])
+    assert '```python\ndef square(x: int) -> int:\n    """Return x squared.' in text
+    assert ">>> square(2)\n    4\n" in text
+    assert "`solution.py`" in text and "calls `square` on hidden tests" in text
+
+
+def test_function_validator_passes_a_correct_function(tmp_path: Path) -> None:
+    script = function_validator("square", SQUARES)
+    result = run_script(tmp_path, script, "def square(x):\n    return x * x\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "PASS"
+
+
+def test_failure_names_the_first_failing_call_only(tmp_path: Path) -> None:
+    script = function_validator("square", SQUARES)
+    result = run_script(tmp_path, script, "def square(x):\n    return x * abs(x)\n")
+    assert result.returncode == 1
+    assert result.stdout.strip() == "FAIL: square(-3) returned -9, expected 9 (test 2 of 4)"
+    for hidden in ("square(7)", "square(0)", "49", "DATA", "def check_calls"):
+        assert hidden not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("solution", "message"),
+    [
+        (
+            "def square(x):\n    return x**3 // x\n",
+            "square(0) raised ZeroDivisionError: integer division or modulo by zero "
+            "(solution.py line 2) (test 3 of 4)",
+        ),
+        ("def cube(x):\n    return x ** 3\n", "does not define a function named `square`"),
+        ("def square(x) return x\n", "importing solution.py failed: SyntaxError"),
+        ("x = int(input())\n", "EOFError: EOF when reading a line (solution.py line 1)"),
+        ("import sys\nx = sys.stdin.read()\ndef square(x):\n    return x\n", "returned 2"),
+        ("def square(x):\n    print(x * x)\n", "returned None, expected 4 (it printed '4\\n'"),
+        ("def square(x):\n    return str(x * x)\n", "returned '4', expected 4"),
+        ("def square(x):\n    return {x * x}\n", "returned {4}, expected 4"),
+        ("import os\nprint('PASS')\nos._exit(0)\n", "stopped the checker"),
+        ("raise SystemExit(0)\n", "importing solution.py failed: SystemExit: 0"),
+    ],
+)
+def test_starter_failures_say_what_went_wrong(tmp_path: Path, solution: str, message: str) -> None:
+    result = run_script(tmp_path, function_validator("square", SQUARES), solution)
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.startswith("FAIL: ")
+    assert message in result.stdout
+    assert "def _same_value" not in result.stdout + result.stderr
+
+
+def test_input_hint_and_tuple_and_number_leniency(tmp_path: Path) -> None:
+    cases = [Case(call("pair", 1), [1, 0.5]), Case(call("pair", 4), [4, 2.0])]
+    script = function_validator("pair", cases)
+    good = run_script(tmp_path, script, "def pair(x):\n    return (x, x / 2)\n")
+    assert good.returncode == 0, good.stdout
+    strict = run_script(tmp_path, script, "def pair(x):\n    return (x, True)\n")
+    assert strict.returncode == 1
+    reads = run_script(tmp_path, script, "def pair(x):\n    return input()\n")
+    assert "do not read input: the function gets its data as arguments" in reads.stdout
+
+
+def test_a_hanging_call_is_named(tmp_path: Path) -> None:
+    data = {
+        "func": "square",
+        "prelude": "",
+        "cases": [case.data() for case in SQUARES],
+    }
+    script = starter_validator_script("check_calls(SOLUTION, DATA, timeout_s=1.5)", data)
+    hang = "def square(x):\n    while x == 0:\n        pass\n    return x * x\n"
+    result = run_script(tmp_path, script, hang)
+    assert result.returncode == 1
+    assert "FAIL: square(0) did not return within 1.5 s" in result.stdout
+
+
+def test_prelude_fixtures_and_checks(tmp_path: Path) -> None:
+    prelude = "calls = []\ndef note(x):\n    calls.append(x)\n    return x\n"
+    cases = [
+        Case(call("twice", Expr("note"), 3), 6, (("len(calls) == 2", "call note() twice"),)),
+    ]
+    script = function_validator("twice", cases, prelude=prelude)
+    good = run_script(tmp_path, script, "def twice(f, x):\n    return f(x) + f(x)\n")
+    assert good.returncode == 0, good.stdout
+    once = run_script(tmp_path, script, "def twice(f, x):\n    return 2 * f(x)\n")
+    assert once.stdout.strip() == "FAIL: twice(note, 3): call note() twice (test 1 of 1)"
+
+
+def test_script_rounds_catch_a_hardcoded_answer(tmp_path: Path) -> None:
+    rounds = [
+        {"stdout": ["a 2"]},
+        {"files": {"in.txt": "b\nb\nb\n"}, "shown": "b\nb\nb\n", "stdout": ["b 3"]},
+    ]
+    script = script_validator(rounds)
+    folder_text = "a\na\n"
+    honest = "sort in.txt | uniq -c | awk '{print $2, $1}'\n"
+    for solution, code in ((honest, 0), ("echo a 2\n", 1)):
+        folder = tmp_path / f"r{code}"
+        folder.mkdir()
+        (folder / "in.txt").write_text(folder_text)
+        (folder / "solution.sh").write_text(solution)
+        result = subprocess.run(
+            [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=folder
+        )
+        assert result.returncode == code, result.stdout
+    assert result.stdout.startswith("FAIL: on another input (run 2), stdout line 1: expected")
+    assert "That input:\nb\nb\nb" in result.stdout

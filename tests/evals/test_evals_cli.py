@@ -183,7 +183,7 @@ def test_e2e_humaneval_run_freeze_compare_with_the_embedded_model(tmp_path: Path
         kinds = conn.execute("SELECT DISTINCT task_kind FROM trajectories").fetchall()
     finally:
         conn.close()
-    assert status == "completed" and n == 2 and model == "smollm2-135m-instruct-q4_1"
+    assert status == "completed" and n == 2 and model == "smollm2-135m"
     assert [r[0] for r in results] == ["HumanEval/0", "HumanEval/1"]
     assert all(r[1] for r in results) and all(r[2] > 0 for r in results)
     assert kinds == [("eval",)]

@@ -17,7 +17,7 @@ from nightschool.sandbox import Sandbox
 
 def test_regression_covers_every_cluster_and_tier_once() -> None:
     suite = get_suite("regression", seed=0)
-    assert len(suite.tasks) == len(CLUSTERS) * len(TIERS) == 28
+    assert len(suite.tasks) == len(CLUSTERS) * len(TIERS) == 35
     pairs = {(t.meta["cluster"], t.meta["tier"]) for t in suite.tasks}
     assert pairs == {(c, t) for c in CLUSTERS for t in TIERS}
     assert all(t.id.endswith(":0") for t in suite.tasks)

@@ -110,7 +110,7 @@ def test_evolve_on_the_embedded_model_records_a_coherent_outcome(tmp_path: Path)
     state = json.loads((run_dir / "checkpoint.json").read_text())
     report = json.loads((run_dir / "report.json").read_text())
     assert (run_dir / "report.md").is_file() and report["status"] == state["status"]
-    assert state["models"]["solver"] == "smollm2-135m-instruct-q4_1"
+    assert state["models"]["solver"] == "smollm2-135m"
     gen0 = state["generations"][0]
     assert [r["name"] for r in gen0["rows"]] == ["sample", "refine", "sample_then_refine"]
     for row in gen0["rows"]:
@@ -121,7 +121,7 @@ def test_evolve_on_the_embedded_model_records_a_coherent_outcome(tmp_path: Path)
         assert state["status"] == "failed" and state["generations_completed"] == 0
         [row] = state["failed_generation"]["rows"]
         assert row["status"] == "author_failed" and row["score"] is None
-        assert row["detail"].count("smollm2-135m-instruct-q4_1:") == 2  # primary + one retry
+        assert row["detail"].count("smollm2-135m:") == 2  # primary + one retry
         assert "all 1 candidate(s) failed" in result.stderr
         assert state["verdict"] is None and state["holdout"] is None
     else:

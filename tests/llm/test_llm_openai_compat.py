@@ -395,3 +395,118 @@ def test_config_defaults() -> None:
 def test_api_key_stays_out_of_repr() -> None:
     config = OpenAICompatibleConfig(base_url="http://h/v1", model="m", api_key="sk-secret")
     assert "sk-secret" not in repr(config)
+
+
+# -- native tools -----------------------------------------------------------------------
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": "List files.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+]
+
+
+def tool_call_body(*calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
+    body = completion_body(content)
+    body["choices"][0]["message"]["tool_calls"] = list(calls)
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
+def wire_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_tools_are_sent_and_tool_calls_parsed(server: FakeServer) -> None:
+    server.script(
+        Reply(
+            body=tool_call_body(
+                wire_call("call_a", "list_files", '{"path": "."}'),
+                wire_call("call_b", "read_file", '{"path": "a.txt"'),  # cut-off JSON
+                wire_call("", "run_python", {"code": "print(1)"}),  # an object, no id
+                {"type": "function", "function": {"arguments": "{}"}},  # no name: skipped
+            )
+        )
+    )
+    with make(server.url) as model:
+        assert model.supports_tools
+        result = model.complete(USER, tools=TOOLS)
+    [request] = server.requests
+    assert request.json["tools"] == TOOLS and request.json["tool_choice"] == "auto"
+    assert result.text == "" and result.finish_reason == "tool_calls"
+    first, cut, obj = result.tool_calls
+    assert (first.id, first.name, first.arguments) == ("call_a", "list_files", {"path": "."})
+    assert first.arguments_error is None and first.raw_arguments == '{"path": "."}'
+    assert cut.arguments == {} and cut.raw_arguments == '{"path": "a.txt"'
+    assert cut.arguments_error is not None and "not valid JSON" in cut.arguments_error
+    assert (obj.id, obj.arguments) == ("call_2", {"code": "print(1)"})
+
+
+def test_no_tools_no_tool_fields(server: FakeServer) -> None:
+    with make(server.url) as model:
+        result = model.complete(USER)
+    assert "tools" not in server.requests[0].json and result.tool_calls == ()
+
+
+def test_tool_turns_go_out_in_wire_format(server: FakeServer) -> None:
+    call = wire_call("call_a", "list_files", '{"path": "."}')
+    messages: list[Message] = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},  # type: ignore[list-item]
+        {"role": "tool", "content": "a.txt (3 bytes)", "tool_call_id": "call_a"},
+    ]
+    with make(server.url) as model:
+        model.complete(messages, tools=TOOLS)
+    sent = server.requests[0].json["messages"]
+    assert sent[1] == {"role": "assistant", "content": None, "tool_calls": [call]}
+    assert sent[2] == {"role": "tool", "content": "a.txt (3 bytes)", "tool_call_id": "call_a"}
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser'),
+        (500, "tools param requires --jinja flag"),
+        (400, "registry.ollama.ai/library/smollm2:135m does not support tools"),
+    ],
+)
+def test_server_rejecting_tools_turns_them_off_and_the_request_is_resent(
+    server: FakeServer, status: int, message: str
+) -> None:
+    server.script(Reply(status=status, body={"error": {"message": message}}), Reply())
+    call = wire_call("call_a", "list_files", '{"path": "."}')
+    messages: list[Message] = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},  # type: ignore[list-item]
+        {"role": "tool", "content": "a.txt (3 bytes)", "tool_call_id": "call_a"},
+    ]
+    sleeps: list[float] = []
+    with make(server.url, sleeps) as model:
+        result = model.complete(messages, tools=TOOLS)
+        assert result.text == "hello there" and not model.supports_tools
+        model.complete(USER, tools=TOOLS)  # never offered again
+    first, resent, later = (r.json for r in server.requests)
+    assert "tools" in first and "tools" not in resent and "tools" not in later
+    assert sleeps == []  # no retry with backoff: the rejection is not transient
+    assert [m["role"] for m in resent["messages"]] == ["user", "assistant", "user"]
+    assert '"name": "list_files"' in resent["messages"][1]["content"]
+    assert resent["messages"][2]["content"] == "TOOL RESULT (list_files):\na.txt (3 bytes)"
+
+
+def test_other_400_with_tools_is_still_an_error(server: FakeServer) -> None:
+    server.script(Reply(status=400, body={"error": {"message": "max_tokens is too large"}}))
+    with make(server.url) as model, pytest.raises(ModelResponseError, match="too large"):
+        model.complete(USER, tools=TOOLS)
+    assert model.supports_tools
+
+
+def test_native_tools_can_be_switched_off(server: FakeServer) -> None:
+    with make(server.url, native_tools=False) as model:
+        assert not model.supports_tools
+        model.complete(USER, tools=TOOLS)
+    assert "tools" not in server.requests[0].json

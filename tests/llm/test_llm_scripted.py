@@ -5,7 +5,15 @@ from collections.abc import Sequence
 import pytest
 
 from nightschool.errors import ModelResponseError, ModelUnavailableError
-from nightschool.llm import ChatModel, Message, ScriptedModel
+from nightschool.llm import (
+    ChatModel,
+    Completion,
+    Message,
+    NativeToolCall,
+    ScriptedModel,
+    plain_messages,
+    tool_reply,
+)
 
 USER: list[Message] = [{"role": "user", "content": "add two numbers please"}]
 
@@ -94,3 +102,79 @@ def test_deterministic_across_instances() -> None:
     models = (ScriptedModel(script), ScriptedModel(script))
     runs = [[model.complete(USER) for _ in script] for model in models]
     assert runs[0] == runs[1]
+
+
+# -- native tool calls ------------------------------------------------------------------
+
+TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {}}}]
+
+
+def test_supports_tools_is_what_the_script_says() -> None:
+    assert not ScriptedModel(["a"]).supports_tools
+    assert ScriptedModel(["a"], supports_tools=True).supports_tools
+
+
+def test_tool_reply_is_served_with_counts_and_the_tools_are_recorded() -> None:
+    model = ScriptedModel(
+        [tool_reply("list_files", {"path": "."}, text="Looking."), "done"], supports_tools=True
+    )
+    first = model.complete(USER, tools=TOOLS)
+    assert first.text == "Looking." and first.model == "scripted"
+    assert first.finish_reason == "tool_calls" and first.tokens_in == 4
+    assert first.tokens_out == 1 + 2  # "Looking." and '{"path": "."}'
+    [call] = first.tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_1", "list_files", {"path": "."})
+    assert model.calls[0].tools == tuple(TOOLS) and model.complete(USER).text == "done"
+    assert model.calls[1].tools is None
+
+
+def test_reply_function_may_return_a_completion_with_bad_arguments() -> None:
+    def reply(_messages: Sequence[Message]) -> Completion:
+        return tool_reply("read_file", '{"path": ', call_id="x")
+
+    [call] = ScriptedModel(reply).complete(USER).tool_calls
+    assert call.arguments == {} and call.raw_arguments == '{"path": '
+    assert call.arguments_error is not None
+
+
+def test_tool_turns_are_recorded_as_copies() -> None:
+    call = NativeToolCall.decode("c1", "list_files", {}).to_wire()
+    messages: list[Message] = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "(empty)", "tool_call_id": "c1"},
+    ]
+    model = ScriptedModel(["ok"])
+    model.complete(messages)
+    messages[1]["tool_calls"][0]["function"]["name"] = "changed"
+    recorded = model.calls[0].messages
+    assert recorded[1]["tool_calls"][0]["function"]["name"] == "list_files"
+    assert recorded[2] == {"role": "tool", "content": "(empty)", "tool_call_id": "c1"}
+
+
+def test_decode_keeps_what_is_not_an_object() -> None:
+    assert NativeToolCall.decode("c", " f ", None).name == "f"
+    assert NativeToolCall.decode("c", "f", "").arguments == {}
+    listed = NativeToolCall.decode("c", "f", "[1, 2]")
+    assert listed.arguments == {} and listed.arguments_error is not None
+    assert "JSON object" in listed.arguments_error and listed.raw_arguments == "[1, 2]"
+    assert NativeToolCall.decode("c", "f", {"a": 1}).raw_arguments == '{"a": 1}'
+
+
+def test_plain_messages_turn_tool_turns_into_text() -> None:
+    call = NativeToolCall.decode("c1", "list_files", {"path": "."}).to_wire()
+    plain = plain_messages(
+        [
+            {"role": "system", "content": "sys"},
+            {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
+            {"role": "tool", "content": "a.txt", "tool_call_id": "c1"},
+            {"role": "tool", "content": "?", "tool_call_id": "unknown"},
+        ]
+    )
+    assert plain[0] == {"role": "system", "content": "sys"}
+    assert plain[1] == {
+        "role": "assistant",
+        "content": 'Let me look.\n```tool\n{"name": "list_files", "arguments": {"path": "."}}\n```',
+    }
+    assert plain[2] == {"role": "user", "content": "TOOL RESULT (list_files):\na.txt"}
+    assert plain[3]["content"].startswith("TOOL RESULT (tool):")

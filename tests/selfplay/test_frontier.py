@@ -5,6 +5,7 @@ from collections import Counter
 
 import pytest
 
+from nightschool.challenges import TIERS
 from nightschool.selfplay.frontier import (
     COOLDOWN_CEILING_S,
     COOLDOWN_FLOOR_S,
@@ -25,7 +26,7 @@ def record(
     *,
     passed: bool,
     attempts: int,
-    tier: str = "basic",
+    tier: str = "starter",
     fresh: bool = True,
 ) -> FrontierRun:
     n = next(_counter)
@@ -68,11 +69,24 @@ def test_score_formula() -> None:
     ) == pytest.approx(1 + 0.3 * 0.2)
 
 
+def test_a_fresh_cluster_starts_at_the_starter_tier(store: Store) -> None:
+    tracker = FrontierTracker(store)
+    assert TIERS[0] == "starter"
+    assert tracker.difficulty_tier("sql") == "starter"
+    assert tracker.state("sql").tier == "starter"
+    record(tracker, "sql", passed=True, attempts=1)
+    record(tracker, "sql", passed=False, attempts=3)
+    assert tracker.difficulty_tier("sql") == "starter"
+
+
 def test_tier_unlocks_every_three_first_try_wins_and_never_drops(store: Store) -> None:
     tracker = FrontierTracker(store)
-    assert tracker.difficulty_tier("sql") == "basic"
+    assert tracker.difficulty_tier("sql") == "starter"
     for _ in range(3):
         record(tracker, "sql", passed=True, attempts=1)
+    assert tracker.difficulty_tier("sql") == "basic"
+    for _ in range(3):
+        record(tracker, "sql", passed=True, attempts=1, tier="basic")
     assert tracker.difficulty_tier("sql") == "intermediate"
     for _ in range(5):
         record(tracker, "sql", passed=False, attempts=3, tier="intermediate")
@@ -80,10 +94,23 @@ def test_tier_unlocks_every_three_first_try_wins_and_never_drops(store: Store) -
     # wins below the unlocked tier do not count toward the next unlock
     for _ in range(3):
         record(tracker, "sql", passed=True, attempts=1, tier="basic")
+    for _ in range(3):
+        record(tracker, "sql", passed=True, attempts=1, tier="starter")
     assert tracker.difficulty_tier("sql") == "intermediate"
     for _ in range(9):
         record(tracker, "sql", passed=True, attempts=1, tier="expert")
     assert tracker.difficulty_tier("sql") == "expert"
+
+
+def test_the_unlock_path_walks_every_tier_in_order(store: Store) -> None:
+    tracker = FrontierTracker(store)
+    seen = [tracker.difficulty_tier("algo")]
+    for _ in range(len(TIERS) + 1):
+        for _ in range(3):
+            record(tracker, "algo", passed=True, attempts=1, tier=seen[-1])
+        seen.append(tracker.difficulty_tier("algo"))
+    assert seen[: len(TIERS)] == list(TIERS)
+    assert seen[len(TIERS) - 1 :] == ["expert", "expert", "expert"]
 
 
 def test_mastered_needs_five_distinct_first_try_wins(store: Store) -> None:
@@ -138,7 +165,7 @@ def test_pick_seed_prefers_brittle_and_skips_saturated(store: Store) -> None:
 def test_pick_seed_cold_start_then_exploration_when_all_saturated(store: Store) -> None:
     tracker = FrontierTracker(store, exploration_probability=0.0)
     pick = tracker.pick_seed(random.Random(1))
-    assert pick.mode == "cold_start" and pick.tier == "basic"
+    assert pick.mode == "cold_start" and pick.tier == "starter"
     for cluster in tracker.clusters:
         record(tracker, cluster, passed=True, attempts=1)
         record(tracker, cluster, passed=True, attempts=1)
@@ -161,7 +188,7 @@ def test_state_survives_reopen(tmp_path) -> None:  # type: ignore[no-untyped-def
         for _ in range(3):
             record(tracker, "concurrency", passed=True, attempts=1)
     with Store.open(path) as second:
-        assert FrontierTracker(second).difficulty_tier("concurrency") == "intermediate"
+        assert FrontierTracker(second).difficulty_tier("concurrency") == "basic"
 
 
 def test_adaptive_cooldown() -> None:

@@ -25,10 +25,10 @@ import openai
 import pytest
 
 from nightschool.agent import VERIFIER_RUBRIC, ChatPipeline, session_dir_name
-from nightschool.learning import PlaybookSink
+from nightschool.learning.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
+from nightschool.learning.sink import PlaybookSink
 from nightschool.llm import Message, OpenAICompatibleConfig, OpenAICompatibleModel, ScriptedModel
 from nightschool.memory import HashingEmbedder, SkillMemory
-from nightschool.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
 from nightschool.sandbox import Sandbox
 from nightschool.server import SESSION_HEADER, create_app, serve_in_thread
 from nightschool.store import Store
@@ -46,8 +46,7 @@ class ServeProcess:
 
     def __init__(self, home: Path, extra_env: dict[str, str]) -> None:
         env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), **extra_env}
-        for name in ("NIGHTSCHOOL_BASE_URL", "NIGHTSCHOOL_MODEL"):
-            env.pop(name, None)
+        env.pop("NIGHTSCHOOL_BASE_URL", None)  # NIGHTSCHOOL_MODEL: the suite's small model
         self.proc = subprocess.Popen(
             [str(NIGHTSCHOOL), "serve", "--port", "0"],
             env=env,

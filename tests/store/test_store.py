@@ -28,6 +28,14 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
     assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
+    assert store.applied_migrations() == [
+        "m001_initial",
+        "m002_lessons",
+        "m003_reflections",
+        "m004_lesson_memory",
+        "m005_eval_runs",
+        "m006_skills",
+    ]
 
 
 def test_reopen_is_idempotent(tmp_path: Path) -> None:

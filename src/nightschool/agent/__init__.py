@@ -1,21 +1,28 @@
 """The chat agent: sandboxed tools, the agent turn, the verifier and `ChatPipeline`.
 
 `ChatPipeline.handle(messages, session_id=...)` answers one chat turn with a
-tool-using agent in a per-session sandboxed workspace, shows it playbook
-lessons, checks the turn (outcome heuristics, verifier), records a redacted
-trajectory, and learns in real time when the user corrects the previous answer.
-Importing this package loads no model and starts no thread.
+tool-using agent in a per-session sandboxed workspace (native tool calls
+when the model supports them, a fenced JSON protocol otherwise), shows it
+playbook lessons and worked examples (skills), checks the turn (outcome
+heuristics, verifier), records a redacted trajectory, and learns in real time when the user
+corrects the previous answer. Importing this package loads no model and starts no thread.
 """
 
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
+    NATIVE_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     ParsedToolCall,
+    ToolBlob,
+    ToolProtocol,
     TurnRun,
+    blob_correction,
     build_system_prompt,
     conversation_window,
+    detect_blob,
     parse_tool_call,
     run_steps,
+    uses_native_tools,
 )
 from nightschool.agent.pipeline import (
     CORRECTION_CACHE_SIZE,
@@ -23,7 +30,13 @@ from nightschool.agent.pipeline import (
     reply_fingerprint,
     session_dir_name,
 )
-from nightschool.agent.tools import TOOL_SPECS, PathRefusedError, SessionWorkspace, ToolOutcome
+from nightschool.agent.tools import (
+    TOOL_SCHEMAS,
+    TOOL_SPECS,
+    PathRefusedError,
+    SessionWorkspace,
+    ToolOutcome,
+)
 from nightschool.agent.verifier import (
     REFUTE_CONFIDENCE,
     VERIFIER_GRAMMAR,
@@ -36,8 +49,10 @@ from nightschool.agent.verifier import (
 
 __all__ = [
     "CORRECTION_CACHE_SIZE",
+    "NATIVE_SYSTEM_PROMPT",
     "REFUTE_CONFIDENCE",
     "SYSTEM_PROMPT",
+    "TOOL_SCHEMAS",
     "TOOL_SPECS",
     "VERIFIER_GRAMMAR",
     "VERIFIER_RUBRIC",
@@ -48,17 +63,22 @@ __all__ = [
     "ParsedToolCall",
     "PathRefusedError",
     "SessionWorkspace",
+    "ToolBlob",
     "ToolOutcome",
+    "ToolProtocol",
     "TurnResult",
     "TurnRun",
     "Verifier",
     "VerifierVerdict",
+    "blob_correction",
     "build_system_prompt",
     "build_verifier_prompt",
     "conversation_window",
+    "detect_blob",
     "parse_tool_call",
     "parse_verdict",
     "reply_fingerprint",
     "run_steps",
     "session_dir_name",
+    "uses_native_tools",
 ]

@@ -18,6 +18,11 @@ class AgentConfig:
         max_tokens: completion cap per model call, tokens.
         temperature: sampling temperature of the agent's calls.
         playbook_k: lessons retrieved per request (0: none).
+        skills_k: skills retrieved per request and shown under `### WORKED
+            EXAMPLES` (0: none).
+        skills_token_budget: estimated tokens of the `### WORKED EXAMPLES`
+            section; skills that do not fit are not shown (one or two
+            starter-sized solutions fit 600).
         verify: run the verifier after a turn that ran tools.
         tool_timeout_s: wall-clock limit of one sandboxed tool run, seconds.
         reflect_on_correction: schedule `reflect_one` when the user corrects a turn.
@@ -33,6 +38,8 @@ class AgentConfig:
     max_tokens: int = 512
     temperature: float = 0.2
     playbook_k: int = 3
+    skills_k: int = 2
+    skills_token_budget: int = 600
     verify: bool = True
     tool_timeout_s: float = 20.0
     reflect_on_correction: bool = True
@@ -46,6 +53,8 @@ class AgentConfig:
             "max_tokens": self.max_tokens >= 1,
             "temperature": self.temperature >= 0,
             "playbook_k": self.playbook_k >= 0,
+            "skills_k": self.skills_k >= 0,
+            "skills_token_budget": self.skills_token_budget >= 0,
             "tool_timeout_s": self.tool_timeout_s > 0,
             "max_tool_output_chars": self.max_tool_output_chars >= 100,
             "history_chars": self.history_chars >= 100,
@@ -88,6 +97,7 @@ class TurnResult:
         tokens_in, tokens_out: all model calls of the turn, verifier included.
         timings: seconds per phase: `correction_check`, `retrieval`, `model`,
             `tools`, `verifier`, `record`, and `total`.
+        skills_shown: ids of the skills shown under `### WORKED EXAMPLES`.
     """
 
     reply: str
@@ -98,6 +108,7 @@ class TurnResult:
     tokens_in: int
     tokens_out: int
     timings: Mapping[str, float]
+    skills_shown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,85 @@
-"""The agent turn: a text tool-call protocol a small local model can follow, and the step loop.
+"""The agent turn: two tool-call protocols, blob detection, and the step loop.
 
-Protocol: to call a tool the model replies with one fenced block tagged `tool`
-holding JSON `{"name": ..., "arguments": {...}}`; the tool's output comes back
-as the next user message; any reply without a tool call is the final answer.
-Parsing is lenient (`parse_tool_call`): other fence tags (`json`, none), a bare
-JSON object, `args`/`parameters`/`input` for `arguments`, a string argument,
-OpenAI-style `{"function": {...}}`, and Python-dict quoting are accepted,
-because small models drift from any format.
+Native protocol (`protocol="native"`, for a model whose `supports_tools` is
+True: `uses_native_tools`): the agent's tools go to the model as OpenAI function tools
+(`TOOL_SCHEMAS`); its `Completion.tool_calls` run, and the results go back as
+`tool` messages after an `assistant` message carrying the calls. A text reply
+that still holds a call (a ```json fence, a `<tool_call>` block: small models
+drift) is read with `parse_tool_call` and handled the same way.
 
-One tool call per model reply; up to `max_steps` model calls per turn. A turn
-that is still calling tools at its last step ends with `STEP_LIMIT_MARKER`,
-which the outcome heuristics read as a failed turn.
+Fenced protocol (`protocol="fenced"`, the fallback): to call a tool the model
+replies with one fenced block tagged `tool` holding JSON `{"name": ...,
+"arguments": {...}}`; the tool's output comes back as the next user message.
+Parsing is lenient (`parse_tool_call`): other fence tags (`json`, none), a
+bare JSON object, `args`/`parameters`/`input` for `arguments`, a string
+argument, OpenAI-style `{"function": {...}}`, Python-dict quoting,
+`<tool_call>` blocks and `list_files {...}` are accepted, because small models
+drift from any format.
+
+In both, a reply without a tool call is the final answer, unless it is a
+tool-call blob (`detect_blob`: a call to a tool that does not exist, such as
+`{"name": "solution", "arguments": {"code": "..."}}`). A blob is never the
+answer: the model is told the tool does not exist and to reply with the
+code or text itself, and the loop goes on (the blob's step counts). When the
+steps run out, code or text a blob carried (`ToolBlob.answer`) is the answer;
+without one, the turn ends with `STEP_LIMIT_MARKER`.
+
+Up to `max_steps` model calls per turn (fenced: one tool call per reply;
+native: up to `MAX_CALLS_PER_REPLY`). A turn that is still calling tools at
+its last step ends with `STEP_LIMIT_MARKER`, which the outcome heuristics read
+as a failed turn.
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from nightschool.agent.tools import TOOL_SPECS, SessionWorkspace, cap_text
+from nightschool.agent._parsing import (
+    ParsedToolCall,
+    ToolBlob,
+    answer_text,
+    detect_blob,
+    parse_tool_call,
+)
+from nightschool.agent.tools import TOOL_SCHEMAS, TOOL_SPECS, SessionWorkspace, cap_text
 from nightschool.errors import InfrastructureError
 from nightschool.feedback.heuristics import STEP_LIMIT_MARKER
-from nightschool.llm import ChatModel, Message
+from nightschool.llm import (
+    ChatModel,
+    Completion,
+    Message,
+    NativeToolCall,
+    supports_native_tools,
+)
 from nightschool.trajectory import ToolCall
+
+__all__ = [
+    "CLIENT_SYSTEM_CHARS",
+    "FINAL_STEP_NOTE",
+    "MAX_CALLS_PER_REPLY",
+    "NATIVE_SYSTEM_PROMPT",
+    "REPEAT_NOTE",
+    "SYSTEM_PROMPT",
+    "ParsedToolCall",
+    "ToolBlob",
+    "ToolProtocol",
+    "TurnRun",
+    "blob_correction",
+    "build_system_prompt",
+    "conversation_window",
+    "detect_blob",
+    "parse_tool_call",
+    "run_steps",
+    "tool_result_message",
+    "uses_native_tools",
+]
+
+ToolProtocol = Literal["native", "fenced"]
+"""How the model calls tools: OpenAI-native tool calls, or fenced JSON in text."""
 
 SYSTEM_PROMPT = """You are a helpful assistant. You have tools that work in a private \
 workspace directory.
@@ -43,34 +95,60 @@ Tools (name, JSON arguments, what it does):
 
 When you can answer, reply to the user in plain text, without a tool block. \
 Follow the user's instructions about the form of the answer."""
-"""System prompt template (`{tools}`: one line per tool). Kept short for small models."""
+"""Fenced-protocol system prompt template (`{tools}`: one line per tool). Kept short
+for small models."""
+
+NATIVE_SYSTEM_PROMPT = """You are a helpful assistant. Your tools work in a private \
+workspace directory: call one only when you need to run code, run a command or look \
+at files; you then get its output.
+
+The only tools are {names}. When you can answer, reply to the user directly with \
+the answer itself, not a tool call; put code in a fenced block. Follow the user's \
+instructions about the form of the answer."""
+"""Native-protocol system prompt template (`{names}`: the tool names). The tools'
+schemas travel in the request; a chat template such as Qwen2.5's appends them to
+this prompt."""
 
 CLIENT_SYSTEM_CHARS = 2000
 """Characters kept from the client's own system messages (added to the system prompt)."""
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_TOOL_TAGS = {"tool", "tool_call", "tool_code", "json", "tools", "function", ""}
-_DATA_TAGS = {"json", ""}
-"""Fences that may hold an answer's data: a call only when it names a known tool."""
-_NAME_KEYS = ("name", "tool", "tool_name", "function")
-_ARG_KEYS = ("arguments", "args", "parameters", "params", "input")
-_PRIMARY_ARG = {"run_python": "code", "run_shell": "command", "read_file": "path"}
-_PRIMARY_ARG.update({"list_files": "path", "write_file": "content"})
+MAX_CALLS_PER_REPLY = 4
+"""Native tool calls run from one reply; further ones get a "not run" result."""
+
+REPEAT_NOTE = (
+    "(You already made this exact call in this turn. Answer the user now, or do "
+    "something different.)"
+)
+"""Added to the result of a call identical to an earlier one in the turn. Measured:
+Qwen2.5-Coder-0.5B repeated the same call (e.g. `list_files` on an empty
+workspace) until the steps ran out."""
+
+FINAL_STEP_NOTE = (
+    "This is your last step: answer the user now, using the tool output above. Do not call a tool."
+)
+"""Sent with the tool results before the turn's last model call (a call made then is
+never run). Measured on Qwen2.5-Coder-0.5B after an empty `list_files`: with it
+the model answered, without it the model called the tool again."""
+
+_TOOL_LIST = ", ".join(TOOL_SPECS)
 
 
-@dataclass(frozen=True)
-class ParsedToolCall:
-    """A tool call found in a model reply.
+def uses_native_tools(model: ChatModel) -> bool:
+    """Whether the agent uses the native protocol with `model` (`supports_native_tools`).
 
-    Attributes:
-        name: the tool's name as the model wrote it (not checked here).
-        arguments: the arguments object.
-        prose: reply text outside the tool block (the model's reasoning, if any).
+    True when the model reports `supports_tools`; a model without that
+    attribute (a wrapper written before it existed) gets the fenced protocol.
+    May load a lazily loaded model.
     """
+    return supports_native_tools(model)
 
-    name: str
-    arguments: dict[str, Any]
-    prose: str = ""
+
+def blob_correction(name: str) -> str:
+    """What the model is told after a tool-call blob naming `name`."""
+    return (
+        f"`{name}` is not a tool; the tools are {_TOOL_LIST}. To answer, reply with "
+        "the code or text itself, not a tool call."
+    )
 
 
 @dataclass
@@ -87,8 +165,13 @@ class TurnRun:
         tools_s: seconds spent running tools.
         finish_reasons: each model call's finish reason.
         planning: prose the model wrote around its tool calls.
-        aborted: the step limit was reached while the model still called tools.
+        aborted: the step limit was reached without an answer.
         infrastructure_error: the model or sandbox fault that ended the turn.
+        protocol: the tool protocol used (`native` or `fenced`).
+        blob_replies: replies that were tool-call blobs (`detect_blob`), each
+            answered with `blob_correction`.
+        blob_text: the code or text the latest blob carried, or "".
+        blob_answer: the reply is `blob_text` because the steps ran out.
     """
 
     reply: str = ""
@@ -103,89 +186,42 @@ class TurnRun:
     planning: list[str] = field(default_factory=list)
     aborted: bool = False
     infrastructure_error: InfrastructureError | None = None
+    protocol: ToolProtocol = "fenced"
+    blob_replies: int = 0
+    blob_text: str = ""
+    blob_answer: bool = False
 
 
-def build_system_prompt(playbook: str = "", client_system: str = "") -> str:
-    """The agent's system prompt: tools, then the playbook section, then client instructions.
+def build_system_prompt(
+    playbook: str = "",
+    client_system: str = "",
+    *,
+    worked_examples: str = "",
+    protocol: ToolProtocol = "fenced",
+) -> str:
+    """The agent's system prompt: tools, playbook, worked examples, client instructions.
 
     Args:
         playbook: the `### SKILL PLAYBOOK` section (`format_playbook`), or "".
         client_system: the client's own system messages joined, or "" (capped at
             `CLIENT_SYSTEM_CHARS`).
+        worked_examples: the `### WORKED EXAMPLES` section
+            (`format_worked_examples`), or ""; placed after the playbook.
+        protocol: `fenced` describes the fenced tool format and lists the
+            tools; `native` only names them (their schemas go with the request).
     """
-    tools = "\n".join(f"- {name} {spec}" for name, spec in TOOL_SPECS.items())
-    parts = [SYSTEM_PROMPT.format(tools=tools)]
-    if playbook.strip():
-        parts.append(playbook.strip())
+    if protocol == "native":
+        parts = [NATIVE_SYSTEM_PROMPT.format(names=_TOOL_LIST)]
+    else:
+        tools = "\n".join(f"- {name} {spec}" for name, spec in TOOL_SPECS.items())
+        parts = [SYSTEM_PROMPT.format(tools=tools)]
+    for section in (playbook, worked_examples):
+        if section.strip():
+            parts.append(section.strip())
     if client_system.strip():
         text = cap_text(client_system.strip(), CLIENT_SYSTEM_CHARS)
         parts.append(f"Instructions from the application:\n{text}")
     return "\n\n".join(parts)
-
-
-def _load_object(text: str) -> dict[str, Any] | None:
-    """Parse a JSON (or Python-literal) object at the start of `text`, leniently."""
-    text = text.strip()
-    start = text.find("{")
-    if start < 0:
-        return None
-    candidate = text[start:]
-    try:
-        value, _ = json.JSONDecoder(strict=False).raw_decode(candidate)
-    except json.JSONDecodeError:
-        end = candidate.rfind("}")
-        try:
-            value = ast.literal_eval(candidate[: end + 1]) if end > 0 else None
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
-    return value if isinstance(value, dict) else None
-
-
-def _normalise(obj: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(name, arguments) from a tool-call object in any of the accepted shapes, or None."""
-    inner = obj.get("function")
-    if isinstance(inner, Mapping) and "name" in inner:
-        obj = inner
-    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
-    if not name:
-        return None
-    name = name.strip()
-    raw: Any = next((obj[k] for k in _ARG_KEYS if k in obj), None)
-    if raw is None:
-        raw = {k: v for k, v in obj.items() if k not in _NAME_KEYS}
-    if isinstance(raw, str):
-        loaded = _load_object(raw) if raw.strip().startswith("{") else None
-        raw = loaded if loaded is not None else {_PRIMARY_ARG.get(name, "input"): raw}
-    if not isinstance(raw, Mapping):
-        return None
-    return name, {str(k): v for k, v in raw.items()}
-
-
-def parse_tool_call(text: str) -> ParsedToolCall | None:
-    """Find the first tool call in a model reply; None means the reply is the final answer.
-
-    Accepted: a fenced block tagged `tool` (or `tool_call`, ...) holding a JSON
-    object with a tool name; a `json` or untagged block, or a bare JSON object
-    with `"name"`/`"tool"`, only when it names a known tool (an answer "as
-    JSON" with a `name` field is not a call). Fenced code in other languages (python,
-    bash) is part of an answer, never a call.
-    """
-    for match in _FENCE.finditer(text):
-        tag = match.group(1).lower()
-        if tag not in _TOOL_TAGS:
-            continue
-        obj = _load_object(match.group(2))
-        found = _normalise(obj) if obj is not None else None
-        if found is not None and (tag not in _DATA_TAGS or found[0] in TOOL_SPECS):
-            prose = (text[: match.start()] + text[match.end() :]).strip()
-            return ParsedToolCall(found[0], found[1], prose)
-    bare = re.search(r"\{\s*[\"'](?:name|tool)[\"']\s*:", text)
-    if bare is not None and not _FENCE.search(text[: bare.start()]):
-        obj = _load_object(text[bare.start() :])
-        found = _normalise(obj) if obj is not None else None
-        if found is not None and found[0] in TOOL_SPECS:
-            return ParsedToolCall(found[0], found[1], text[: bare.start()].strip())
-    return None
 
 
 def conversation_window(messages: Sequence[Message], budget_chars: int) -> list[Message]:
@@ -214,19 +250,154 @@ def conversation_window(messages: Sequence[Message], budget_chars: int) -> list[
     return kept
 
 
-def tool_result_message(call: ToolCall, limit: int) -> Message:
-    """The user message that hands a tool's output back to the model."""
+def _result_text(call: ToolCall, limit: int) -> str:
     if call.error and call.result:
         body = f"ERROR: {call.error}\n{call.result}"
     elif call.error:
         body = f"ERROR: {call.error}"
     else:
         body = call.result or "(no output)"
+    return cap_text(body, limit)
+
+
+def tool_result_message(call: ToolCall, limit: int, note: str = "") -> Message:
+    """The user message that hands a tool's output back to the model (fenced protocol).
+
+    Args:
+        call: the call and its outcome.
+        limit: characters of the output shown (head and tail kept).
+        note: a line added after the output (e.g. `REPEAT_NOTE`), or "".
+    """
+    after = note or "Use another tool if needed, otherwise answer the user."
     return Message(
         role="user",
-        content=f"TOOL RESULT ({call.name}):\n{cap_text(body, limit)}\n\n"
-        "Use another tool if needed, otherwise answer the user.",
+        content=f"TOOL RESULT ({call.name}):\n{_result_text(call, limit)}\n\n{after}",
     )
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One reply, read: the calls it makes, its prose, or the blob it is."""
+
+    calls: list[NativeToolCall]
+    prose: str
+    blob: ToolBlob | None = None
+
+
+def _read(completion: Completion, *, native: bool, step: int) -> _Reading:
+    """The calls in a reply (native calls first, else calls written in its text)."""
+    text = completion.text
+    if native and completion.tool_calls:
+        calls, prose = list(completion.tool_calls), text.strip()
+    else:
+        parsed = parse_tool_call(text)
+        if parsed is None:
+            return _Reading([], text.strip(), detect_blob(text))
+        raw = json.dumps(parsed.arguments, default=repr)
+        call_id = f"call_{step}" if native else ""
+        calls, prose = [NativeToolCall(call_id, parsed.name, parsed.arguments, raw)], parsed.prose
+    if all(call.name not in TOOL_SPECS for call in calls):
+        first = calls[0]
+        return _Reading(
+            calls, prose, ToolBlob(first.name, first.arguments, answer_text(first.arguments))
+        )
+    return _Reading(calls, prose)
+
+
+def _blob_messages(text: str, reading: _Reading, *, native: bool) -> list[Message]:
+    """The blob as the model wrote it, then the correction."""
+    assert reading.blob is not None
+    if native and reading.calls:
+        return [
+            Message(
+                role="assistant",
+                content=reading.prose,
+                tool_calls=[call.to_wire() for call in reading.calls],
+            ),
+            *(
+                Message(role="tool", content=blob_correction(call.name), tool_call_id=call.id)
+                for call in reading.calls
+            ),
+        ]
+    return [
+        Message(role="assistant", content=text),
+        Message(role="user", content=blob_correction(reading.blob.name)),
+    ]
+
+
+def _run_calls(
+    workspace: SessionWorkspace,
+    reading: _Reading,
+    run: TurnRun,
+    *,
+    text: str,
+    native: bool,
+    limit: int,
+    seen: set[str],
+    last_next: bool,
+) -> list[Message]:
+    """Run a reply's calls; return the messages that hand the results back.
+
+    `seen` holds the calls made earlier in the turn (name and arguments); a
+    repeat gets `REPEAT_NOTE`, and this reply's calls are added. When the next
+    model call is the turn's last (`last_next`), `FINAL_STEP_NOTE` goes with
+    the results.
+
+    Raises:
+        SandboxUnavailableError, SandboxFaultError: the sandbox itself failed
+            (calls run before it are in `run.tool_calls`).
+    """
+    if not native:
+        call = reading.calls[0]
+        record = _timed_call(workspace, call, run)
+        notes = [REPEAT_NOTE] * _repeated(call, seen) + [FINAL_STEP_NOTE] * last_next
+        return [
+            Message(role="assistant", content=text),
+            tool_result_message(record, limit, "\n".join(notes)),
+        ]
+    results: list[Message] = []
+    for index, call in enumerate(reading.calls):
+        if index >= MAX_CALLS_PER_REPLY:
+            content = f"not run: at most {MAX_CALLS_PER_REPLY} tool calls per reply"
+        elif call.name not in TOOL_SPECS:
+            content = blob_correction(call.name)
+        else:
+            content = _result_text(_timed_call(workspace, call, run), limit)
+            if _repeated(call, seen):
+                content += f"\n{REPEAT_NOTE}"
+        results.append(Message(role="tool", content=content, tool_call_id=call.id))
+    wire = [call.to_wire() for call in reading.calls]
+    if last_next:
+        results.append(Message(role="user", content=FINAL_STEP_NOTE))
+    return [Message(role="assistant", content=reading.prose, tool_calls=wire), *results]
+
+
+def _repeated(call: NativeToolCall, seen: set[str]) -> bool:
+    """Whether `call` was made before (by name and arguments); remembers it."""
+    arguments = call.arguments if call.arguments_error is None else call.raw_arguments
+    key = json.dumps([call.name, arguments], sort_keys=True, default=repr)
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
+
+
+def _timed_call(workspace: SessionWorkspace, call: NativeToolCall, run: TurnRun) -> ToolCall:
+    """Run one known tool (or record its unreadable arguments) and add it to `run`."""
+    started = time.perf_counter()
+    try:
+        if call.arguments_error is not None:
+            record = ToolCall(
+                name=call.name,
+                error=f"{call.arguments_error}; got {cap_text(call.raw_arguments, 200)!r}; "
+                f"usage: {call.name} {TOOL_SPECS[call.name]}",
+            )
+        else:
+            record = workspace.call(call.name, call.arguments)
+    finally:
+        run.tools_s += time.perf_counter() - started
+    run.tool_calls.append(record)
+    return record
 
 
 def run_steps(
@@ -238,46 +409,88 @@ def run_steps(
     max_tokens: int,
     temperature: float,
     max_tool_output_chars: int,
+    protocol: ToolProtocol = "fenced",
 ) -> TurnRun:
     """Run the model/tool loop on `messages` (system prompt first); extends `messages`.
+
+    Args:
+        model: the agent's model; offered `TOOL_SCHEMAS` on every call when
+            `protocol` is `native` (a fenced call passes no `tools`).
+        workspace: where the tools run.
+        messages: the conversation, system prompt first; the loop appends the
+            assistant replies and tool results it sends on.
+        max_steps: model calls at most, >= 1.
+        max_tokens: completion cap per model call, tokens.
+        temperature: sampling temperature.
+        max_tool_output_chars: characters of one tool result shown to the model.
+        protocol: `native` or `fenced` (see the module docstring).
 
     Returns:
         The `TurnRun`. A model or sandbox fault ends the loop and is kept in
         `infrastructure_error` (not raised), so the caller can record the turn.
     """
-    run = TurnRun()
+    run = TurnRun(protocol=protocol)
+    native = protocol == "native"
+    seen: set[str] = set()
     for step in range(1, max_steps + 1):
+        started = time.perf_counter()
         try:
-            started = time.perf_counter()
-            completion = model.complete(messages, temperature=temperature, max_tokens=max_tokens)
-            run.model_s += time.perf_counter() - started
+            if native:
+                completion = model.complete(
+                    messages, temperature=temperature, max_tokens=max_tokens, tools=TOOL_SCHEMAS
+                )
+            else:
+                completion = model.complete(
+                    messages, temperature=temperature, max_tokens=max_tokens
+                )
         except InfrastructureError as exc:
-            run.model_s += time.perf_counter() - started
             run.infrastructure_error = exc
             return run
+        finally:
+            run.model_s += time.perf_counter() - started
         run.n_steps = step
         run.tokens_in += completion.tokens_in
         run.tokens_out += completion.tokens_out
         run.finish_reasons.append(completion.finish_reason)
-        parsed = parse_tool_call(completion.text)
-        if parsed is None:
-            run.reply = run.final_response = completion.text.strip()
+        reading = _read(completion, native=native, step=step)
+        if reading.blob is not None:
+            run.blob_replies += 1
+            run.blob_text = reading.blob.answer or run.blob_text
+            if step < max_steps:
+                messages.extend(_blob_messages(completion.text, reading, native=native))
+            continue
+        if not reading.calls:
+            run.reply = run.final_response = reading.prose
             return run
-        if parsed.prose:
-            run.planning.append(parsed.prose)
+        if reading.prose:
+            run.planning.append(reading.prose)
         if step == max_steps:
             break
-        started = time.perf_counter()
         try:
-            call = workspace.call(parsed.name, parsed.arguments)
+            messages.extend(
+                _run_calls(
+                    workspace,
+                    reading,
+                    run,
+                    text=completion.text,
+                    native=native,
+                    limit=max_tool_output_chars,
+                    seen=seen,
+                    last_next=step + 1 == max_steps,
+                )
+            )
         except InfrastructureError as exc:
-            run.tools_s += time.perf_counter() - started
             run.infrastructure_error = exc
             return run
-        run.tools_s += time.perf_counter() - started
-        run.tool_calls.append(call)
-        messages.append(Message(role="assistant", content=completion.text))
-        messages.append(tool_result_message(call, max_tool_output_chars))
+    return _out_of_steps(run)
+
+
+def _out_of_steps(run: TurnRun) -> TurnRun:
+    """End a turn whose steps ran out: a blob's code or text, else the abort marker."""
+    if run.blob_text:
+        run.reply = run.final_response = run.blob_text
+        run.blob_answer = True
+        return run
     run.aborted = True
     last = run.tool_calls[-1] if run.tool_calls else None
     tail = ""

@@ -10,12 +10,19 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    from that turn are retracted, the cache entry is dropped (one promotion per
    turn) and `reflect_one` is queued on a background worker — the reply does
    not wait for it.
-2. Playbook retrieval → `### SKILL PLAYBOOK` in the system prompt.
-3. The agent loop with sandboxed tools in the session's workspace.
+2. Playbook retrieval: lessons → `### SKILL PLAYBOOK`, then skills (verified
+   code from passing self-play solutions) → `### WORKED EXAMPLES`, in the
+   system prompt; each behind the memory's relevance floor (an unrelated
+   request gets none) and within its token budget, and only what fits is
+   recorded as shown (`extra["lessons_shown"]`, `extra["skills_shown"]`).
+3. The agent loop with sandboxed tools in the session's workspace: native tool
+   calls when the model `supports_tools`, the fenced text protocol otherwise
+   (`extra["tool_protocol"]`); tool-call blobs are never the answer
+   (`extra["blob_replies"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
    ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
-5. Record: the redacted trajectory, lesson exposures and outcome credit in one
-   transaction; the reply's fingerprint goes into the cache.
+5. Record: the redacted trajectory, lesson and skill exposures and outcome
+   credit in one transaction; the reply's fingerprint goes into the cache.
 
 A model or sandbox fault mid-turn records the turn as an infrastructure error
 (outcome `unknown`, `extra["infrastructure_error"]`) and re-raises.
@@ -38,18 +45,27 @@ from typing import Any
 from nightschool.agent._background import BackgroundReflections
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
+    ToolProtocol,
     TurnRun,
     build_system_prompt,
     conversation_window,
     run_steps,
+    uses_native_tools,
 )
 from nightschool.agent.tools import PathRefusedError, SessionWorkspace, usable_workspace_root
 from nightschool.agent.verifier import Verifier, VerifierVerdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
+from nightschool.learning.reflection import Reflector
 from nightschool.llm import ChatModel, Message
-from nightschool.memory import RetrievedLesson, SkillMemory, format_playbook
-from nightschool.reflection import Reflector
+from nightschool.memory import (
+    PLAYBOOK_TOKEN_BUDGET,
+    RetrievedLesson,
+    SkillMemory,
+    fit_to_budget,
+    format_playbook,
+    format_worked_examples,
+)
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
@@ -200,17 +216,23 @@ class ChatPipeline:
         timings["correction_check"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
-        lessons = self._retrieve(request)
+        lessons, skills = self._retrieve(request)
         timings["retrieval"] = time.perf_counter() - tick
+        protocol: ToolProtocol = "native" if uses_native_tools(self.model) else "fenced"
         client_system = "\n".join(m["content"] for m in messages if m["role"] == "system")
-        system_prompt = build_system_prompt(format_playbook(lessons), client_system)
+        system_prompt = build_system_prompt(
+            format_playbook(lessons, token_budget=None),
+            client_system,
+            worked_examples=format_worked_examples(skills, token_budget=None),
+            protocol=protocol,
+        )
 
         conversation: list[Message] = [Message(role="system", content=system_prompt)]
         conversation += conversation_window(messages, self.config.history_chars)
         try:
             workspace = self._workspace(session_id)
         except SandboxFaultError as fault:
-            run = TurnRun(infrastructure_error=fault)
+            run = TurnRun(infrastructure_error=fault, protocol=protocol)
         else:
             run = run_steps(
                 self.model,
@@ -220,16 +242,23 @@ class ChatPipeline:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 max_tool_output_chars=cfg.max_tool_output_chars,
+                protocol=protocol,
             )
         timings["model"], timings["tools"] = run.model_s, run.tools_s
         trajectory = self._assemble(
             turn_id, session_id, task_kind, request, system_prompt, run, temperature
         )
         shown = tuple(item.lesson.id for item in lessons)
+        skills_shown = tuple(item.lesson.id for item in skills)
         extra: dict[str, Any] = {
             "lessons_shown": list(shown),
             "lesson_scores": [round(item.score, 6) for item in lessons],
+            "skills_shown": list(skills_shown),
+            "skill_scores": [round(item.score, 6) for item in skills],
             "workspace": session_dir_name(session_id),
+            "tool_protocol": run.protocol,
+            "blob_replies": run.blob_replies,
+            "blob_answer": run.blob_answer,
             "finish_reasons": run.finish_reasons,
             "aborted": run.aborted,
             "verifier": None,
@@ -243,7 +272,7 @@ class ChatPipeline:
             extra["timings"] = _rounded(timings)
             duration = round(time.perf_counter() - started, 4)
             trajectory = trajectory.model_copy(update={"extra": extra, "duration_s": duration})
-            self._record(trajectory, lessons, expose=False)
+            self._record(trajectory, [*lessons, *skills], expose=False)
             logger.warning("chat turn %s ended by an infrastructure error: %s", turn_id, exc)
             raise exc
 
@@ -268,7 +297,7 @@ class ChatPipeline:
         )
 
         tick = time.perf_counter()
-        stored = self._record(trajectory, lessons, expose=True)
+        stored = self._record(trajectory, lessons, skills, expose=True)
         self._remember(session_id, run.reply, stored.id)
         timings["record"] = time.perf_counter() - tick
         timings["total"] = time.perf_counter() - started
@@ -281,6 +310,7 @@ class ChatPipeline:
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             timings=timings,
+            skills_shown=skills_shown,
         )
 
     def background_results(self, since: int = 0) -> list[BackgroundResult]:
@@ -393,10 +423,19 @@ class ChatPipeline:
             written.append(name)
         return written
 
-    def _retrieve(self, request: str) -> list[RetrievedLesson]:
-        if self.memory is None or self.config.playbook_k <= 0:
-            return []
-        return self.memory.retrieve(request, k=self.config.playbook_k)
+    def _retrieve(self, request: str) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
+        """(lessons, skills) shown for `request`: retrieved, then cut to their sections' budgets."""
+        cfg = self.config
+        if self.memory is None:
+            return [], []
+        lessons = self.memory.retrieve(request, k=cfg.playbook_k) if cfg.playbook_k > 0 else []
+        skills = (
+            self.memory.retrieve(request, k=cfg.skills_k, kind="skill") if cfg.skills_k > 0 else []
+        )
+        return (
+            fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET),
+            fit_to_budget(skills, cfg.skills_token_budget, kind="skill"),
+        )
 
     def _workspace(self, session_id: str) -> SessionWorkspace:
         path = self.workspace_root / session_dir_name(session_id or "anonymous")
@@ -476,17 +515,22 @@ class ChatPipeline:
         )
 
     def _record(
-        self, trajectory: Trajectory, lessons: Sequence[RetrievedLesson], *, expose: bool
+        self, trajectory: Trajectory, *shown: Sequence[RetrievedLesson], expose: bool
     ) -> Trajectory:
-        """Append the turn; exposures and outcome credit join the same transaction."""
+        """Append the turn; exposures and outcome credit join the same transaction.
+
+        Each of `shown` (the lessons, then the skills) is one ranked exposure list.
+        """
         with self.store.transaction():
             stored = self.store.append_trajectory(trajectory)
-            if self.memory is not None and expose and lessons:
-                self.memory.record_exposure(
-                    [item.lesson.id for item in lessons],
-                    stored.id,
-                    [item.score for item in lessons],
-                )
+            if self.memory is not None and expose and any(shown):
+                for entries in shown:
+                    if entries:
+                        self.memory.record_exposure(
+                            [item.lesson.id for item in entries],
+                            stored.id,
+                            [item.score for item in entries],
+                        )
                 if stored.outcome == Outcome.FAILED:
                     self.memory.record_outcome(stored.id, passed=False)
         return stored

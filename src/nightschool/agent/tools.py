@@ -40,6 +40,12 @@ MAX_WRITE_BYTES = 1_000_000
 MAX_LIST_ENTRIES = 200
 """Entries `list_files` reports at most."""
 
+EMPTY_DIRECTORY = "(empty: no files here)"
+"""What `list_files` returns for a directory without entries."""
+
+SILENT_PYTHON_NOTE = "(the code printed nothing: print() the values you want to see)"
+"""Added to a successful `run_python` result without output (a bare expression prints nothing)."""
+
 TOOL_SPECS: Mapping[str, str] = {
     "run_python": '{"code": "<python source>"}: run Python 3 code; returns exit code and output.',
     "run_shell": '{"command": "<bash command>"}: run a bash command; returns exit code and output.',
@@ -48,6 +54,66 @@ TOOL_SPECS: Mapping[str, str] = {
     "list_files": '{"path": "."}: list the files under a workspace directory.',
 }
 """Tool name → one-line description with its JSON arguments (shown in the system prompt)."""
+
+
+_REQUIRED: Mapping[str, tuple[str, ...]] = {
+    "run_python": ("code",),
+    "run_shell": ("command",),
+    "read_file": ("path",),
+    "write_file": ("path", "content"),
+    "list_files": (),
+}
+_OPTIONAL: Mapping[str, tuple[str, ...]] = {"list_files": ("path",)}
+
+
+def _function_tool(name: str, description: str, **properties: str) -> dict[str, Any]:
+    """An OpenAI function tool whose parameters are strings, required unless `_OPTIONAL`.
+
+    An empty `required` list is left out: Qwen2.5-Coder-0.5B copied it into its
+    arguments (`{"path": ".", "required": []}`, measured).
+    """
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            key: {"type": "string", "description": text} for key, text in properties.items()
+        },
+    }
+    if _REQUIRED[name]:
+        parameters["required"] = list(_REQUIRED[name])
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
+    _function_tool(
+        "run_python",
+        "Run Python 3 code in the workspace; returns the exit code and output "
+        "(print what you want to see).",
+        code="Python source",
+    ),
+    _function_tool(
+        "run_shell",
+        "Run a bash command in the workspace; returns the exit code and output.",
+        command="bash command",
+    ),
+    _function_tool(
+        "read_file", "Return the text of a workspace file.", path="workspace-relative path"
+    ),
+    _function_tool(
+        "write_file",
+        "Write a text file in the workspace.",
+        path="workspace-relative path",
+        content="the file's text",
+    ),
+    _function_tool(
+        "list_files",
+        "List the files under a workspace directory.",
+        path="workspace-relative directory (default .)",
+    ),
+)
+"""The same tools as OpenAI function tools (`ToolSpec`s), for native tool calling."""
 
 
 def sandbox_can_reach(path: Path, sandbox: Sandbox) -> bool:
@@ -206,13 +272,20 @@ class SessionWorkspace:
     def run_python(self, code: str) -> ToolOutcome:
         """Run Python 3 `code` (fed on stdin) in the sandbox, working dir = the workspace.
 
+        A run that succeeds without any output gets `SILENT_PYTHON_NOTE` added.
+
         Raises:
             SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
         """
         result = self.sandbox.run_in(
             self.path, python_argv("-"), stdin=code, timeout_s=self.timeout_s
         )
-        return _describe(result, self.max_output_chars)
+        outcome = _describe(result, self.max_output_chars)
+        if outcome.error is None and not result.stdout.strip() and not result.stderr.strip():
+            # Measured: Qwen2.5-Coder-0.5B ran `2**100` and, seeing only the exit code,
+            # ran it again until the steps ran out.
+            return ToolOutcome(f"{outcome.result}\n{SILENT_PYTHON_NOTE}")
+        return outcome
 
     def run_shell(self, command: str) -> ToolOutcome:
         """Run `bash -c command` in the sandbox, working dir = the workspace.
@@ -273,7 +346,7 @@ class SessionWorkspace:
                 entries.append(f"{rel}/")
             else:
                 entries.append(f"{rel} ({found.stat().st_size} bytes)")
-        return ToolOutcome("\n".join(entries) if entries else "(empty)")
+        return ToolOutcome("\n".join(entries) if entries else EMPTY_DIRECTORY)
 
     # -- dispatch ---------------------------------------------------------------
 
@@ -308,16 +381,6 @@ class SessionWorkspace:
             return ToolOutcome(None, str(exc))
         except (OSError, UnicodeError) as exc:
             return ToolOutcome(None, f"{type(exc).__name__}: {exc}")
-
-
-_REQUIRED: Mapping[str, tuple[str, ...]] = {
-    "run_python": ("code",),
-    "run_shell": ("command",),
-    "read_file": ("path",),
-    "write_file": ("path", "content"),
-    "list_files": (),
-}
-_OPTIONAL: Mapping[str, tuple[str, ...]] = {"list_files": ("path",)}
 
 
 def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:

@@ -17,12 +17,24 @@ CLUSTERS: tuple[str, ...] = (
 )
 """Skill clusters of the template bank, in a fixed order."""
 
-TIERS: tuple[str, ...] = ("basic", "intermediate", "advanced", "expert")
-"""Difficulty tiers, easiest first. Each tier above `basic` adds one stated twist."""
+TIERS: tuple[str, ...] = ("starter", "basic", "intermediate", "advanced", "expert")
+"""Difficulty tiers, easiest first.
+
+`starter` is a function-sized version of the `basic` task: the solver writes
+one function with a given signature (a one-pipeline script for shell
+templates) that the validator calls on hidden cases. `basic` is a whole
+program reading input files; each tier above it adds one stated twist.
+"""
+
+STARTER = "starter"
+"""The function-sized tier below `basic` (`TIERS[0]`)."""
 
 
 def tier_level(tier: str) -> int:
-    """Return the 0-based index of `tier` in `TIERS` (basic 0 ... expert 3).
+    """Return the 0-based index of `tier` in `TIERS`: starter 0, basic 1 ... expert 4.
+
+    The twist count of a whole-program tier (what `TemplateBase.build` takes as
+    `level`: basic 0 ... expert 3) is `tier_level(tier) - 1`.
 
     Raises:
         ValueError: if `tier` is not one of `TIERS`.
@@ -47,9 +59,10 @@ class Challenge:
         setup_script: Python source run first, as `python3 -` with the source on
             stdin, in the empty workspace; it creates the input files.
         validation_script: Python source run as `python3 -` (stdin) after the
-            solution file is written. It runs the solution itself, exits 0 on
+            solution file is written. It runs the solution itself (at `starter`:
+            imports it in a child process and calls the function), exits 0 on
             pass and non-zero on fail with a short diagnostic on stdout; it never
-            prints its own source.
+            prints its own source or the hidden cases.
         reference_solution: a correct solution (the text of `solution_file`).
         wrong_solution: a plausible near-miss the validator rejects (for tests;
             never shown to a solver).
@@ -85,6 +98,9 @@ class Template(Protocol):
           `Challenge` in any process (randomness comes from
           `random.Random(f"{name}:{tier}:{seed}")`); different seeds give
           different data.
+        - `starter` asks for one function with a stated signature, spec and
+          worked examples (shell templates: a one-pipeline script with the
+          input shown); its validator calls it on hidden cases.
         - Tiers above `basic` use larger data and add one twist each
           (cumulative), every twist stated in the prompt.
     """

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import typer
 
+from nightschool.cli._curve import learning_curve
 from nightschool.cli._eval import eval_app
 from nightschool.cli._evolve import evolve
 from nightschool.cli._lessons import lessons_app, reflect
+from nightschool.cli._models import models
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
@@ -29,8 +31,10 @@ app.command()(reflect)
 app.command()(serve)
 app.command()(chat)
 app.command()(evolve)
+app.command()(models)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")
+eval_app.command("learning-curve")(learning_curve)
 app.add_typer(eval_app, name="eval")
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from nightschool.config import Settings
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
@@ -25,10 +27,22 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="`embedded` (default: bundled SmolLM2-135M via llama.cpp) or the model name "
+        help="An embedded model run in-process by llama.cpp (`nightschool models`; default "
+        "`embedded` = qwen2.5-coder-0.5b, `smollm2-135m` is the fast one), or the model name "
         "on the server given by --base-url.",
         envvar="NIGHTSCHOOL_MODEL",
         show_default=False,
+    ),
+]
+ModelPathOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-path",
+        help="Load this local GGUF file in-process instead of a catalog model "
+        "(chat template from its metadata).",
+        envvar="NIGHTSCHOOL_MODEL_PATH",
+        show_default=False,
+        dir_okay=False,
     ),
 ]
 BaseUrlOpt = Annotated[
@@ -63,6 +77,8 @@ def preflight(settings: Settings, *, unsandboxed: bool, runs: str) -> tuple[Sand
         (sandbox, model), both checked.
 
     Raises:
+        UserError: bad model settings (unknown model, missing --model-path file,
+            missing model packages); exit 2.
         SandboxUnavailableError, ModelUnavailableError: exit 3.
     """
     from nightschool.llm import check_model, make_model
@@ -71,11 +87,16 @@ def preflight(settings: Settings, *, unsandboxed: bool, runs: str) -> tuple[Sand
     if unsandboxed:
         err.print(f"[bold yellow]warning:[/] running {runs} WITHOUT a sandbox")
     sandbox = Sandbox(SandboxConfig(unsandboxed=unsandboxed))
+    model = make_model(settings, on_progress=progress_note)  # misuse first: loads nothing
     with err.status("checking the sandbox and the model ..."):
         sandbox.check()
-        model = make_model(settings)
         check_model(model)
     return sandbox, model
+
+
+def progress_note(line: str) -> None:
+    """Print a one-line progress note on stderr (e.g. a model being assembled)."""
+    err.print(f"[dim]·[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def settings_from(**overrides: Any) -> Settings:
@@ -89,9 +110,9 @@ def errors_to_exit_codes() -> Iterator[None]:
     try:
         yield
     except NightschoolError as exc:
-        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         if exc.hint:
-            err.print(f"[dim]hint:[/] {exc.hint}", highlight=False)
+            err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err.print(

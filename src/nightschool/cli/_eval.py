@@ -33,6 +33,7 @@ from nightschool.cli._common import (
     ApiKeyOpt,
     BaseUrlOpt,
     ModelOpt,
+    ModelPathOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -306,13 +307,18 @@ def run(
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
 ) -> None:
     """Run a suite and store the run and every per-task result."""
     with errors_to_exit_codes():
         settings = settings_from(
-            model=model, base_url=base_url, model_api_key=model_api_key, api_key=api_key
+            model=model,
+            model_path=model_path,
+            base_url=base_url,
+            model_api_key=model_api_key,
+            api_key=api_key,
         )
         store = open_store(settings)
         try:
@@ -352,6 +358,7 @@ def freeze(
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
 ) -> None:
@@ -362,7 +369,11 @@ def freeze(
         if (suite is None) == (from_run is None):
             raise UserError("give exactly one of --suite (run it now) or --run RUN_ID")
         settings = settings_from(
-            model=model, base_url=base_url, model_api_key=model_api_key, api_key=api_key
+            model=model,
+            model_path=model_path,
+            base_url=base_url,
+            model_api_key=model_api_key,
+            api_key=api_key,
         )
         store = open_store(settings)
         try:
@@ -442,6 +453,7 @@ def compare_cmd(
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
 ) -> None:
@@ -455,7 +467,11 @@ def compare_cmd(
 
         frozen = load_baseline(baseline)
         settings = settings_from(
-            model=model, base_url=base_url, model_api_key=model_api_key, api_key=api_key
+            model=model,
+            model_path=model_path,
+            base_url=base_url,
+            model_api_key=model_api_key,
+            api_key=api_key,
         )
         store = open_store(settings)
         try:

@@ -13,6 +13,7 @@ from nightschool.cli._common import (
     ApiKeyOpt,
     BaseUrlOpt,
     ModelOpt,
+    ModelPathOpt,
     err,
     errors_to_exit_codes,
     preflight,
@@ -77,6 +78,7 @@ def evolve(
         typer.Option(help="Author retry model on the same --base-url (default: the same model)."),
     ] = None,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
     unsandboxed: Annotated[
@@ -93,7 +95,6 @@ def evolve(
     (resume with --resume DIR).
     """
     with errors_to_exit_codes():
-        from nightschool.config import EMBEDDED_MODEL
         from nightschool.evolution.engine import Evolution, EvolutionConfig
         from nightschool.evolution.report import print_report, write_reports
         from nightschool.llm import check_model, make_model
@@ -112,14 +113,18 @@ def evolve(
             from nightschool.evolution.archive import load_checkpoint
 
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
-        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="strategies")
         fallback = None
         if fallback_model is not None:
             with err.status("checking the fallback model ..."):
-                fallback = make_model(settings.model_copy(update={"model": fallback_model}))
+                fallback = make_model(
+                    settings.model_copy(update={"model": fallback_model, "model_path": None})
+                )
                 check_model(fallback)
-        local = settings.base_url is None and settings.model == EMBEDDED_MODEL
+        local = settings.base_url is None  # an embedded model: catalog or --model-path
 
         def on_event(message: str) -> None:
             err.print(f"[dim]·[/] {message}", highlight=False)

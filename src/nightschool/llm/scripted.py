@@ -6,18 +6,49 @@ reach a paid API by accident (pattern from pydantic-ai `models/test.py`).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from nightschool.errors import ModelResponseError
-from nightschool.llm._protocol import Completion, Message
+from nightschool.llm._protocol import Completion, Message, NativeToolCall, ToolSpec
 
 _WORD = re.compile(r"\S+")
 
-ReplyFunction = Callable[[Sequence[Message]], str]
+Reply = str | Completion
+"""One scripted answer: a text, or a `Completion` (to script native tool calls,
+see `tool_reply`)."""
+
+ReplyFunction = Callable[[Sequence[Message]], Reply]
 """Computes a reply from the messages of one call."""
+
+
+def tool_reply(
+    name: str,
+    arguments: Mapping[str, Any] | str,
+    *,
+    text: str = "",
+    call_id: str = "call_1",
+) -> Completion:
+    """A scripted reply that makes one native tool call.
+
+    Args:
+        name: the tool called (any name: scripts may call tools that do not exist).
+        arguments: the arguments object, or raw JSON text (invalid JSON is kept
+            and flagged, as a real backend would).
+        text: prose beside the call.
+        call_id: the call's id.
+
+    Returns:
+        A `Completion` to put in a `ScriptedModel` script (token counts and the
+        model name are filled in when it is served).
+    """
+    call = NativeToolCall.decode(call_id, name, arguments)
+    return Completion(text, 0, 0, "", 0.0, "tool_calls", (call,))
 
 
 @dataclass(frozen=True)
@@ -31,6 +62,7 @@ class ScriptedCall:
         max_tokens: completion cap requested, tokens (here: words).
         seed: seed requested, or None.
         grammar: GBNF grammar requested, or None (recorded, not enforced).
+        tools: native tools offered, or None.
     """
 
     messages: tuple[Message, ...]
@@ -38,6 +70,7 @@ class ScriptedCall:
     max_tokens: int
     seed: int | None
     grammar: str | None = None
+    tools: tuple[ToolSpec, ...] | None = None
 
 
 class ScriptedModel:
@@ -50,14 +83,23 @@ class ScriptedModel:
     `ChatModel` contract; otherwise `finish_reason="stop"`. `duration_s` is
     always 0.0. Fully deterministic; `seed` and `temperature` are only recorded.
 
+    Native tool calls are scripted as `Completion` replies (`tool_reply` builds
+    one): served with this model's name, word counts (the calls' raw
+    arguments count as output words) and `finish_reason` `tool_calls` when it
+    makes calls and gives no other reason. They come back as scripted whatever `tools`
+    was offered; `supports_tools` only tells the agent which protocol to use.
+
     Thread-safe: calls are served one at a time in arrival order.
 
     Args:
-        replies: either a sequence consumed in order, where a `str` item is
-            returned and an exception item (any `BaseException`) is raised (to simulate, say, a
+        replies: either a sequence consumed in order, where a `str` or
+            `Completion` item is returned and an exception item (any
+            `BaseException`) is raised (to simulate, say, a
             `ModelUnavailableError` mid-run); or a function from the messages to
-            the reply text, used for every call (it may raise too).
+            the reply (text or `Completion`), used for every call (it may raise too).
         name: model name reported in `Completion.model`.
+        supports_tools: what `supports_tools` reports (False: the agent uses its
+            text protocol, as with a model without native tools).
 
     Attributes:
         calls: every call's messages and keyword arguments, in order, including
@@ -65,10 +107,15 @@ class ScriptedModel:
     """
 
     def __init__(
-        self, replies: Sequence[str | BaseException] | ReplyFunction, *, name: str = "scripted"
+        self,
+        replies: Sequence[Reply | BaseException] | ReplyFunction,
+        *,
+        name: str = "scripted",
+        supports_tools: bool = False,
     ) -> None:
         self._replies = replies
         self._name = name
+        self._supports_tools = supports_tools
         self._next = 0
         self._lock = threading.Lock()
         self.calls: list[ScriptedCall] = []
@@ -77,6 +124,11 @@ class ScriptedModel:
     def name(self) -> str:
         """The name given at construction."""
         return self._name
+
+    @property
+    def supports_tools(self) -> bool:
+        """The `supports_tools` given at construction."""
+        return self._supports_tools
 
     @property
     def remaining(self) -> int | None:
@@ -93,6 +145,7 @@ class ScriptedModel:
         max_tokens: int = 512,
         seed: int | None = None,
         grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
         """Return (or raise) the next scripted reply.
 
@@ -105,15 +158,16 @@ class ScriptedModel:
         with self._lock:
             self.calls.append(
                 ScriptedCall(
-                    messages=tuple(Message(role=m["role"], content=m["content"]) for m in messages),
+                    messages=tuple(copy.deepcopy(m) for m in messages),
                     temperature=temperature,
                     max_tokens=max_tokens,
                     seed=seed,
                     grammar=grammar,
+                    tools=None if tools is None else tuple(copy.deepcopy(list(tools))),
                 )
             )
             if callable(self._replies):
-                reply: str | BaseException = self._replies(messages)
+                reply: Reply | BaseException = self._replies(messages)
             else:
                 if self._next >= len(self._replies):
                     raise ModelResponseError("scripted model has no more replies")
@@ -121,11 +175,32 @@ class ScriptedModel:
                 self._next += 1
         if isinstance(reply, BaseException):
             raise reply
+        tokens_in = sum(_count_words(m["content"]) for m in messages)
+        if isinstance(reply, Completion):
+            return self._served(reply, tokens_in, max_tokens)
         text, finish_reason = _truncate_words(reply, max_tokens)
         return Completion(
             text=text,
-            tokens_in=sum(_count_words(m["content"]) for m in messages),
+            tokens_in=tokens_in,
             tokens_out=_count_words(text),
+            model=self._name,
+            duration_s=0.0,
+            finish_reason=finish_reason,
+        )
+
+    def _served(self, reply: Completion, tokens_in: int, max_tokens: int) -> Completion:
+        """A scripted `Completion` with this model's name and word counts."""
+        text, finish_reason = _truncate_words(reply.text, max_tokens)
+        if finish_reason != "length":
+            finish_reason = reply.finish_reason
+            if finish_reason == "unknown":
+                finish_reason = "tool_calls" if reply.tool_calls else "stop"
+        arguments = sum(_count_words(call.raw_arguments) for call in reply.tool_calls)
+        return dataclasses.replace(
+            reply,
+            text=text,
+            tokens_in=tokens_in,
+            tokens_out=_count_words(text) + arguments,
             model=self._name,
             duration_s=0.0,
             finish_reason=finish_reason,

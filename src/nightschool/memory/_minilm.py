@@ -99,6 +99,27 @@ class MiniLMEmbedder:
     vector_weight = 0.9
     """Fusion weight of its vectors (see `MemoryConfig.fusion` for the measurement)."""
 
+    relevance_floor = 0.26
+    """Fused score (mix fusion at weight 0.9, cluster boost excluded) below which a
+    lesson is not relevant to a request (`MemoryConfig.min_score`).
+
+    Measured with `bench/bench_retrieval.py --floors-only` on 74 labelled lessons
+    among 600 synthetic distractors: the 148 labelled queries' recall@5 is 0.831
+    with no floor and 0.824 at 0.26 (0.811 at 0.30, 0.764 at 0.40), while 91.2%
+    of 80 unrelated requests (`bench/data/unrelated_requests.py`) get nothing
+    (71.3% at 0.20, 93.8% at 0.30). Floors from 0.245 to 0.265 keep recall within
+    2 points and reject at least 90%; 0.26 is the middle."""
+
+    skill_relevance_floor = 0.35
+    """The same floor for skills (`MemoryConfig.min_skill_score`), whose vectors embed
+    only the task summary.
+
+    Measured the same way on skills learned from the template bank (every template
+    and tier at seed 1 through `learn_skill`, merged to 44 skills) queried with the
+    full prompts of the 105 seed-2 challenges: recall@5 is 1.000 up to 0.40 (0.990
+    at 0.45), and at 0.35 97.5% of the 80 unrelated requests get no skill (80.0% at
+    0.20, 92.5% at 0.25). The feasible range is 0.23-0.47; 0.35 is its middle."""
+
     def __init__(self, threads: int = 1, batch_size: int = 32, max_tokens: int = 256) -> None:
         self.threads = threads
         self.batch_size = batch_size

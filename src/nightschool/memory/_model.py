@@ -18,35 +18,52 @@ DOMAINS: tuple[str, ...] = (
 )
 """The lesson taxonomy (PRIOR-ART.md); a lesson's domains are a non-empty subset."""
 
-SOURCES: tuple[str, ...] = ("reflection", "selfplay", "user_correction", "manual")
-"""Where a lesson can come from."""
+SOURCES: tuple[str, ...] = ("reflection", "selfplay", "user_correction", "manual", "chat")
+"""Where a lesson or skill can come from (`chat`: a passing live chat turn)."""
 
-FORMAT_VERSION = 1
-"""Version of the JSON records written by `SkillMemory.export`."""
+FORMAT_VERSION = 2
+"""Version of the JSON records written by `SkillMemory.export`.
+
+1: lessons only. 2: adds `kind`, `template` and `tier` (skills); version-1
+records restore as lessons."""
 
 LearnStatus = Literal["written", "reinforced", "rejected"]
 
+Kind = Literal["lesson", "skill"]
+"""What a playbook entry is: a lesson (advice from a failure) or a skill (verified code)."""
+
+KINDS: tuple[Kind, ...] = ("lesson", "skill")
+
 
 class Lesson(BaseModel):
-    """One playbook entry: when it applies, what goes wrong, what to do instead.
+    """One playbook entry: a lesson, or a skill (`kind`).
+
+    A lesson says when it applies, what goes wrong and what to do instead. A
+    skill (Voyager's skill library, Wang et al. 2023) is a short task summary,
+    kept in `trigger`, and the verified code of a passing trajectory, kept in
+    `code_example`; its `anti_pattern` and `correct_pattern` are "" (the
+    `summary` and `code` properties name them). Both kinds share provenance,
+    counters, verification, retraction and the archive.
 
     Counters are maintained by `SkillMemory` (`record_exposure`,
-    `record_outcome`, `mark_helpful`, near-duplicate `learn` calls); callers
-    never set them. Text fields are stored redacted.
+    `record_outcome`, `mark_helpful`, near-duplicate `learn`/`learn_skill`
+    calls); callers never set them. Text fields are stored redacted.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     """`L-` followed by 12 lowercase hex digits."""
+    kind: Kind = "lesson"
+    """`lesson` or `skill`."""
     trigger: str
-    """The situation in which the lesson applies ("When ...")."""
+    """The situation in which the lesson applies ("When ..."); a skill's task summary."""
     anti_pattern: str
     """What went wrong, or what not to do; may be empty."""
     correct_pattern: str
     """What to do instead."""
     code_example: str = ""
-    """Optional short code snippet."""
+    """Optional short code snippet; a skill's verified code (never empty for a skill)."""
     domains: list[str]
     """Non-empty subset of `DOMAINS`."""
     confidence: float = Field(ge=0.0, le=1.0)
@@ -59,6 +76,10 @@ class Lesson(BaseModel):
     """Trajectory the lesson came from; "" for lessons with no provenance."""
     challenge_hash: str = ""
     """Hash of the self-play challenge the lesson came from, if any."""
+    template: str = ""
+    """Challenge template (`cluster.name`) a self-play skill came from; "" otherwise."""
+    tier: str = ""
+    """Difficulty tier of that challenge (`basic` ... `expert`); "" otherwise."""
     times_shown: int = 0
     """Times retrieved into a prompt (`record_exposure`)."""
     times_helpful: int = 0
@@ -74,7 +95,20 @@ class Lesson(BaseModel):
     updated_at: datetime
     """Last change of text, flags, confidence or counters (UTC)."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Free-form JSON: `reinforced_by`, `verification`, `archive` (archived copies)."""
+    """Free-form JSON: `reinforced_by`, `verification`, `archive` (archived copies);
+    for skills also `solution_file` (decides the code fence language),
+    `same_code_challenges` (other challenges the same code passed) and
+    `code_replaced` (provenance of code that `learn_skill` swapped out)."""
+
+    @property
+    def summary(self) -> str:
+        """A skill's task summary (the `trigger` column)."""
+        return self.trigger
+
+    @property
+    def code(self) -> str:
+        """A skill's code (the `code_example` column)."""
+        return self.code_example
 
 
 class LearnResult(BaseModel):
@@ -83,15 +117,15 @@ class LearnResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     status: LearnStatus
-    """`written` (new lesson), `reinforced` (merged into a near-duplicate) or `rejected`."""
+    """`written` (new entry), `reinforced` (merged into a near-duplicate) or `rejected`."""
     lesson_id: str | None = None
-    """The new or reinforced lesson; None when rejected."""
+    """The new or reinforced lesson or skill; None when rejected."""
     reason: str = ""
     """Why: the validation failure, or the near-duplicate rule that matched."""
 
 
 class RetrievedLesson(BaseModel):
-    """A lesson returned by `SkillMemory.retrieve`, with its scores."""
+    """A lesson or skill returned by `SkillMemory.retrieve`, with its scores."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -104,6 +138,8 @@ class RetrievedLesson(BaseModel):
     """Cosine similarity of query and lesson embeddings, -1..1."""
     rank: int
     """1 for the best lesson."""
+    fused_score: float = 0.0
+    """`score` without the cluster boost: what the relevance floor compares."""
 
 
 class MemoryConfig(BaseModel):
@@ -138,8 +174,19 @@ class MemoryConfig(BaseModel):
     """Added to the fused score (which lies in 0..1) when `cluster` is in the lesson's
     domains. Kept small because the cluster may be a router's guess: 0.05 lifted
     recall@5 from 0.831 to 0.851 with the right cluster on the labelled set."""
+    min_score: float | None = Field(default=None, ge=0.0)
+    """Relevance floor for lessons: a lesson whose fused score (cluster boost excluded)
+    is below it is never returned, so an unrelated request gets no lessons. None uses
+    the embedder's `relevance_floor` attribute (calibrated for `mix` fusion at the
+    embedder's own vector weight by `bench/bench_retrieval.py`), else
+    `DEFAULT_RELEVANCE_FLOOR`; with `fusion="rrf"` None means no floor (rank-based
+    scores say nothing about absolute relevance). 0 turns the floor off."""
+    min_skill_score: float | None = Field(default=None, ge=0.0)
+    """Relevance floor for skills, as `min_score`; None uses the embedder's
+    `skill_relevance_floor` attribute, else its `relevance_floor`, else the default."""
     max_lessons: int | None = Field(default=None, ge=1)
-    """Size cap; above it the least useful unverified lessons are archived. None: no cap."""
+    """Size cap per kind (lessons and skills are counted apart); above it the least
+    useful unverified entries of that kind are archived. None: no cap."""
     exact_search_max: int = Field(default=25_000, ge=1)
     """Up to this many lessons, vector search scores every row exactly; above it a
     sign-bit (Hamming) prefilter shortlists rows that are then scored exactly."""

@@ -1,4 +1,8 @@
-"""Playbook records without vectors: feedback counters and reading (base of `SkillMemory`)."""
+"""Playbook records without vectors: feedback counters and reading (base of `SkillMemory`).
+
+Lessons and skills share the `lessons` table (column `kind`), so every counter,
+`set_verified` and the readers here work the same for both kinds.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nightschool.errors import UserError
-from nightschool.memory._model import FORMAT_VERSION, Lesson
+from nightschool.memory._model import FORMAT_VERSION, KINDS, Kind, Lesson
 from nightschool.memory._rows import SELECT_LESSON, epoch_now, to_lesson
 from nightschool.redact import redact
 from nightschool.store import Store
@@ -28,6 +32,12 @@ def _store_lock(store: Store) -> threading.RLock:
 
 EXPORT_PAGE = 1000
 """Lessons read per query by `export`."""
+
+
+def check_kind(kind: str | None) -> None:
+    """Raise `UserError` unless `kind` is None or one of `KINDS`."""
+    if kind is not None and kind not in KINDS:
+        raise UserError(f"unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
 
 
 class PlaybookRecords:
@@ -173,33 +183,78 @@ class PlaybookRecords:
         rows = self.store.query(f"SELECT {SELECT_LESSON} FROM lessons WHERE id = ?", (lesson_id,))
         return to_lesson(rows[0]) if rows else None
 
-    def list(self, limit: int | None = None, verified: bool | None = None) -> builtins.list[Lesson]:
-        """Lessons, oldest first; optionally only (un)verified ones, at most `limit`."""
+    def list(
+        self,
+        limit: int | None = None,
+        verified: bool | None = None,
+        *,
+        kind: Kind | None = "lesson",
+    ) -> builtins.list[Lesson]:
+        """Entries of one kind, oldest first; optionally only (un)verified ones, at most `limit`.
+
+        Args:
+            limit: at most this many (None: all).
+            verified: only verified (True) or unverified (False) ones; None: both.
+            kind: `lesson` (default, what callers before skills expect), `skill`,
+                or None for both kinds.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        check_kind(kind)
         sql = f"SELECT {SELECT_LESSON} FROM lessons"
-        params: builtins.list[Any] = []
+        where, params = self._kind_filter(kind)
         if verified is not None:
-            sql += " WHERE verified = ?"
+            where.append("verified = ?")
             params.append(int(verified))
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at, rowid"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
         return [to_lesson(row) for row in self.store.query(sql, params)]
 
-    def count(self) -> int:
-        """Number of lessons in the playbook (archived ones excluded)."""
-        return int(self.store.query("SELECT count(*) FROM lessons")[0][0])
+    def count(self, kind: Kind | None = "lesson") -> int:
+        """Number of entries of `kind` in the playbook (archived ones excluded).
 
-    def archived(self, trajectory_id: str | None = None) -> builtins.list[Lesson]:
-        """Archived lessons (oldest archive first), optionally only those from one trajectory.
+        Args:
+            kind: `lesson` (default), `skill`, or None for both kinds.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        check_kind(kind)
+        where, params = self._kind_filter(kind)
+        sql = "SELECT count(*) FROM lessons" + (" WHERE " + where[0] if where else "")
+        return int(self.store.query(sql, params)[0][0])
+
+    @staticmethod
+    def _kind_filter(kind: Kind | None) -> tuple[builtins.list[str], builtins.list[Any]]:
+        return (["kind = ?"], [kind]) if kind is not None else ([], [])
+
+    def archived(
+        self, trajectory_id: str | None = None, *, kind: Kind | None = None
+    ) -> builtins.list[Lesson]:
+        """Archived entries (oldest archive first), optionally only those from one trajectory.
 
         Each has `extra["archive"] = {"archived_at": ISO time, "reason": str}`.
+
+        Args:
+            trajectory_id: only entries with this provenance (None: all).
+            kind: only this kind; None (default): lessons and skills.
+
+        Raises:
+            UserError: unknown `kind`.
         """
+        check_kind(kind)
         sql = f"SELECT {SELECT_LESSON}, archived_at, archive_reason FROM lessons_archive"
-        params: tuple[Any, ...] = ()
+        where, params = self._kind_filter(kind)
         if trajectory_id is not None:
-            sql += " WHERE source_trajectory_id = ?"
-            params = (trajectory_id,)
+            where.append("source_trajectory_id = ?")
+            params.append(trajectory_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         out = []
         for row in self.store.query(sql + " ORDER BY archived_at, rowid", params):
             lesson = to_lesson(row[:-2])
@@ -211,7 +266,7 @@ class PlaybookRecords:
         return out
 
     def export(self) -> Iterator[dict[str, Any]]:
-        """Every lesson as a JSON-ready dict (`format_version: 1`), oldest first.
+        """Every lesson and skill as a JSON-ready dict (`format_version: 2`), oldest first.
 
         Embeddings are not exported (they are derived data); timestamps are ISO 8601.
         Reads in pages of `EXPORT_PAGE` rows, so memory stays flat for big playbooks.

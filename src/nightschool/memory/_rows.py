@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import textwrap
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nightschool.memory._model import DOMAINS, FORMAT_VERSION, SOURCES, Lesson
+from nightschool.memory._model import DOMAINS, FORMAT_VERSION, KINDS, SOURCES, Kind, Lesson
 from nightschool.redact import redact, redact_text
 
 LESSON_COLUMNS: tuple[str, ...] = (
@@ -34,13 +36,16 @@ LESSON_COLUMNS: tuple[str, ...] = (
     "times_followed_by_pass",
     "times_followed_by_failure",
     "reinforcements",
+    "kind",
+    "template",
+    "tier",
     "extra",
 )
-"""Columns read into a `Lesson`, in `Lesson` order."""
+"""Columns read into a `Lesson` (matched to its fields by name)."""
 
 SELECT_LESSON = ", ".join(LESSON_COLUMNS)
 
-ARCHIVE_COPY_COLUMNS = ", ".join((*LESSON_COLUMNS, "embedding", "embedding_model"))
+ARCHIVE_COPY_COLUMNS = ", ".join((*LESSON_COLUMNS, "code_hash", "embedding", "embedding_model"))
 """Columns copied verbatim from `lessons` into `lessons_archive`."""
 
 MAX_TEXT_CHARS = 4000
@@ -48,6 +53,14 @@ MAX_TEXT_CHARS = 4000
 
 MAX_CODE_CHARS = 8000
 """Longest code example accepted by `learn`."""
+
+MAX_SUMMARY_CHARS = 1000
+"""Longest skill summary accepted by `learn_skill` (a summary is one sentence or two)."""
+
+MAX_SKILL_CODE_CHARS = 4000
+"""Longest skill code accepted by `learn_skill`: about 1,000 tokens, already more than
+the default worked-examples budget (600 tokens), so longer code could never be shown.
+The template bank's reference solutions are 137-1,412 characters."""
 
 MAX_REINFORCED_BY = 50
 """Entries kept in `extra["reinforced_by"]` (the count lives in `reinforcements`)."""
@@ -128,6 +141,66 @@ def validation_problem(
     return ""
 
 
+def skill_problem(
+    *, summary: str, code: str, domains: Sequence[str], source: str, confidence: float
+) -> str:
+    """Why a candidate skill cannot be stored, or "" when it can.
+
+    A skill needs a non-empty summary (at most `MAX_SUMMARY_CHARS`) and
+    non-empty code (at most `MAX_SKILL_CODE_CHARS`); domains, source and
+    confidence follow the lesson rules.
+    """
+    for name, text, limit in (
+        ("summary", summary, MAX_SUMMARY_CHARS),
+        ("code", code, MAX_SKILL_CODE_CHARS),
+    ):
+        if not isinstance(text, str):
+            return f"{name} is not a string"
+        if not text.strip():
+            return f"{name} is empty"
+        if len(text) > limit:
+            return f"{name} is longer than {limit} characters"
+    return validation_problem(
+        trigger=summary,
+        anti_pattern="",
+        correct_pattern=summary,
+        code_example="",
+        domains=domains,
+        source=source,
+        confidence=confidence,
+    )
+
+
+def normalise_code(code: str) -> str:
+    """Code with layout noise removed, for the exact-duplicate check of skills.
+
+    Line endings become LF, tabs expand to 8 columns, the common indentation
+    is removed, trailing whitespace is stripped and blank lines are dropped.
+    Comments and names are kept: two programs that differ there are different
+    skills (stripping comments would need a parser per language).
+    """
+    text = code.replace("\r\n", "\n").replace("\r", "\n").expandtabs(8)
+    lines = [line.rstrip() for line in textwrap.dedent(text).split("\n")]
+    return "\n".join(line for line in lines if line)
+
+
+def code_hash(code: str) -> str:
+    """sha256 (hex) of `normalise_code(code)`; stored in `lessons.code_hash`."""
+    return hashlib.sha256(normalise_code(code).encode("utf-8")).hexdigest()
+
+
+def entry_text(kind: str, trigger: str, anti_pattern: str, correct_pattern: str) -> str:
+    """The text whose embedding represents a playbook entry of `kind`.
+
+    A skill is represented by its task summary alone (Voyager retrieves skills
+    by their description; the code's identifiers would pull unrelated requests
+    that mention the same library); a lesson by `embedding_text`.
+    """
+    if kind == "skill":
+        return trigger.strip()
+    return embedding_text(trigger, anti_pattern, correct_pattern)
+
+
 def embedding_text(trigger: str, anti_pattern: str, correct_pattern: str) -> str:
     """The text whose embedding represents a lesson: `<trigger>. Mistake: <anti>. Fix: <correct>`.
 
@@ -145,34 +218,40 @@ def embedding_text(trigger: str, anti_pattern: str, correct_pattern: str) -> str
     return ". ".join(parts)
 
 
-RESTORE_COLUMNS: tuple[str, ...] = (*LESSON_COLUMNS, "embedding", "embedding_model")
+RESTORE_COLUMNS: tuple[str, ...] = (
+    *LESSON_COLUMNS,
+    "code_hash",
+    "embedding",
+    "embedding_model",
+)
 """Columns written by `SkillMemory.restore`, in the order of `restore_values`."""
+
+RESTORE_INDEX = {name: i for i, name in enumerate(RESTORE_COLUMNS)}
+"""Position of each column in a `restore_values` tuple."""
 
 
 def restore_values(record: Mapping[str, Any]) -> tuple[Any, ...]:
     """Column values (without the embedding pair) for one `export()` record.
 
     Text is redacted; missing counters default to 0, missing times to now, a
-    missing id to a fresh one.
+    missing id to a fresh one; a record without `kind` (format version 1) is
+    a lesson.
 
     Raises:
-        ValueError: the record is newer than this code, or not a valid lesson.
+        ValueError: the record is newer than this code, or not a valid lesson
+            or skill.
     """
     version = int(record.get("format_version", FORMAT_VERSION))
     if version > FORMAT_VERSION:
         raise ValueError(f"format_version {version} is newer than {FORMAT_VERSION}")
-    problem = validation_problem(
-        trigger=record.get("trigger", ""),
-        anti_pattern=record.get("anti_pattern", ""),
-        correct_pattern=record.get("correct_pattern", ""),
-        code_example=record.get("code_example", ""),
-        domains=record.get("domains", []),
-        source=record.get("source", ""),
-        confidence=record.get("confidence", 0.5),
-    )
+    kind = str(record.get("kind", "lesson"))
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+    problem = _record_problem(kind, record)
     if problem:
         raise ValueError(problem)
     now = epoch_now()
+    code = redact_text(str(record.get("code_example", "")))
     return (
         str(record.get("id") or new_lesson_id()),
         _epoch(record.get("created_at"), now),
@@ -181,7 +260,7 @@ def restore_values(record: Mapping[str, Any]) -> tuple[Any, ...]:
             redact_text(str(record.get(name, "")).strip())
             for name in ("trigger", "anti_pattern", "correct_pattern")
         ),
-        redact_text(str(record.get("code_example", ""))),
+        code,
         json.dumps(list(dict.fromkeys(record["domains"]))),
         float(record.get("confidence", 0.5)),
         int(bool(record.get("verified", False))),
@@ -198,7 +277,31 @@ def restore_values(record: Mapping[str, Any]) -> tuple[Any, ...]:
                 "reinforcements",
             )
         ),
+        kind,
+        str(record.get("template", "")),
+        str(record.get("tier", "")),
         json.dumps(redact(dict(record.get("extra") or {})), sort_keys=True),
+        code_hash(code) if kind == "skill" else "",
+    )
+
+
+def _record_problem(kind: Kind | str, record: Mapping[str, Any]) -> str:
+    if kind == "skill":
+        return skill_problem(
+            summary=record.get("trigger", ""),
+            code=record.get("code_example", ""),
+            domains=record.get("domains", []),
+            source=record.get("source", ""),
+            confidence=record.get("confidence", 0.5),
+        )
+    return validation_problem(
+        trigger=record.get("trigger", ""),
+        anti_pattern=record.get("anti_pattern", ""),
+        correct_pattern=record.get("correct_pattern", ""),
+        code_example=record.get("code_example", ""),
+        domains=record.get("domains", []),
+        source=record.get("source", ""),
+        confidence=record.get("confidence", 0.5),
     )
 
 

@@ -1,8 +1,12 @@
 """The dream loop: self-play cycles aimed at the frontier.
 
 One cycle: pick a cluster (frontier tracker, or the user's choice) → render a
-template challenge at the cluster's tier → solve it in the sandbox → store the
-trajectory and the frontier run in one transaction.
+template challenge at the cluster's tier → recall lessons and skills for it
+(`nightschool.learning.skills.recall`) → solve it in the sandbox → store the
+trajectory and the frontier run in one transaction → a passing solution
+becomes a skill, a failed or struggled one a candidate lesson; either is kept
+as `verified` only when a controlled comparison through the promotion gate
+says it helps (`nightschool.learning.verify`).
 
 Interrupt safety: nothing is written until the solve finishes, and the two
 writes share one transaction, so Ctrl-C leaves the interrupted cycle out
@@ -14,19 +18,46 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.selfplay.frontier import FrontierTracker, SeedPick
-from nightschool.selfplay.solver import Solver
+from nightschool.selfplay.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import new_id
 
+SKILLS_K = 2
+"""Skills shown per challenge at most (within the worked-examples token budget)."""
+
 if TYPE_CHECKING:
-    from nightschool.selfplay.lessons import ExtractionOutcome, LessonExtractor
+    from nightschool.learning.extraction import ExtractionOutcome, LessonExtractor
+    from nightschool.learning.verify import PairedVerifier
+
+DREAM_SEED_LIMIT = 1_000_000
+"""Challenge seeds the dream renders lie in [0, this); verification and the
+learning curve's held-out sets use seeds far above it, so they never overlap."""
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    """What became of a passing cycle's solution.
+
+    Attributes:
+        status: `written`, `reinforced`, `rejected` or `skipped`.
+        skill_id: the skill written or reinforced, if any.
+        verified: True when the controlled comparison promoted it.
+        reason: one line saying why.
+        comparison: the verification record, when one ran.
+    """
+
+    status: str
+    skill_id: str | None = None
+    verified: bool = False
+    reason: str = ""
+    comparison: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +74,9 @@ class CycleResult:
         infrastructure_error: fault text if the cycle ended on one, else None.
         lessons_shown: ids of playbook lessons shown to the solver.
         lesson: what lesson extraction did (None when extraction is off).
+        skills_shown: ids of skills shown under `### WORKED EXAMPLES`.
+        skill: what became of a passing solution (None when skills are off or
+            the cycle failed).
     """
 
     cluster: str
@@ -57,6 +91,8 @@ class CycleResult:
     infrastructure_error: str | None = None
     lessons_shown: tuple[str, ...] = ()
     lesson: ExtractionOutcome | None = None
+    skills_shown: tuple[str, ...] = ()
+    skill: SkillOutcome | None = None
 
 
 class DreamLoop:
@@ -71,6 +107,12 @@ class DreamLoop:
         session_id: recorded on every trajectory of this run.
         extractor: turns failed or struggled cycles into verified lessons; None
             skips lesson extraction.
+        skills: learn skills from passing solutions and show retrieved skills
+            (needs the solver's playbook).
+        lessons: show retrieved lessons to the solver (needs the playbook).
+        verifier: runs the controlled comparison for new skills; None stores
+            them unverified.
+        exclude_templates: templates never practised (a held-out set's).
     """
 
     def __init__(
@@ -82,8 +124,16 @@ class DreamLoop:
         rng: random.Random | None = None,
         session_id: str | None = None,
         extractor: LessonExtractor | None = None,
+        skills: bool = True,
+        lessons: bool = True,
+        verifier: PairedVerifier | None = None,
+        exclude_templates: Collection[str] = (),
     ) -> None:
         self.extractor = extractor
+        self.skills = skills
+        self.lessons = lessons
+        self.verifier = verifier
+        self.exclude_templates = frozenset(exclude_templates)
         self.store = store
         self.solver = solver
         self.tracker = tracker
@@ -111,9 +161,18 @@ class DreamLoop:
         return pick
 
     def next_challenge(self, pick: SeedPick) -> Challenge:
-        """Render a random template of the picked cluster at the picked tier."""
-        template = self.rng.choice(templates(pick.cluster))
-        return render(template.name, pick.tier, self.rng.randrange(1_000_000))
+        """Render a random template of the picked cluster at the picked tier.
+
+        Templates in `exclude_templates` are never picked.
+
+        Raises:
+            UserError: every template of the cluster is excluded.
+        """
+        allowed = [t for t in templates(pick.cluster) if t.name not in self.exclude_templates]
+        if not allowed:
+            raise UserError(f"every template of cluster {pick.cluster} is excluded")
+        template = self.rng.choice(allowed)
+        return render(template.name, pick.tier, self.rng.randrange(DREAM_SEED_LIMIT))
 
     def run_cycle(
         self,
@@ -134,7 +193,24 @@ class DreamLoop:
         challenge = self.next_challenge(pick)
         notify = on_event or (lambda _msg: None)
         notify(f"{challenge.template} · {challenge.tier}")
-        result = self.solver.solve(challenge, session_id=self.session_id, on_event=on_event)
+        from nightschool.learning.skills import recall
+
+        memory = self.solver.playbook
+        shown_memory = recall(
+            memory,
+            challenge,
+            lessons_k=self.solver.config.lessons_k if self.lessons else 0,
+            skills_k=SKILLS_K if self.skills else 0,
+            exclude_templates=self.exclude_templates,
+        )
+        result = self.solver.solve(
+            challenge,
+            session_id=self.session_id,
+            on_event=on_event,
+            lessons=shown_memory.lessons,
+            skills=shown_memory.skill_sections,
+            skill_ids=shown_memory.skill_ids,
+        )
         trajectory = result.trajectory.model_copy(
             update={
                 "extra": {
@@ -145,6 +221,7 @@ class DreamLoop:
             }
         )
         shown = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
+        shown += [i for i in shown_memory.skill_ids if i not in shown]
         with self.store.transaction():
             stored = self.store.append_trajectory(trajectory)
             if result.infrastructure_error is None:
@@ -159,11 +236,18 @@ class DreamLoop:
                     tool_errors=result.tool_errors,
                     trajectory_id=stored.id,
                 )
-                if shown and self.solver.playbook is not None:
-                    self.solver.playbook.record_exposure(
-                        shown, stored.id, stored.extra.get("lesson_scores")
-                    )
-                    self.solver.playbook.record_outcome(stored.id, result.passed)
+                if shown and memory is not None:
+                    memory.record_exposure(shown, stored.id)
+                    memory.record_outcome(stored.id, result.passed)
+        skill = None
+        if (
+            self.skills
+            and memory is not None
+            and result.passed
+            and result.infrastructure_error is None
+        ):
+            notify("keeping the solution as a skill")
+            skill = self._learn_skill(challenge, result, stored.id, notify)
         lesson = None
         if self.extractor is not None and result.infrastructure_error is None:
             notify("extracting a lesson")
@@ -179,14 +263,59 @@ class DreamLoop:
             trajectory_id=stored.id,
             duration_s=time.perf_counter() - started,
             infrastructure_error=stored.infrastructure_error,
-            lessons_shown=tuple(shown),
+            lessons_shown=tuple(i for i in shown if i not in shown_memory.skill_ids),
             lesson=lesson,
+            skills_shown=tuple(shown_memory.skill_ids),
+            skill=skill,
         )
         if result.infrastructure_error is not None and not isinstance(
             result.infrastructure_error, ChallengeFaultError
         ):
             raise result.infrastructure_error
         return cycle
+
+    def _learn_skill(
+        self,
+        challenge: Challenge,
+        result: SolveResult,
+        trajectory_id: str,
+        notify: Callable[[str], None],
+    ) -> SkillOutcome:
+        """Store a passing solution as a skill, then verify it when it is new."""
+        from nightschool.learning.skills import learn_skill, passing_code
+
+        memory = self.solver.playbook
+        code = passing_code(result.trajectory.tool_calls)
+        if memory is None or code is None:
+            return SkillOutcome("skipped", reason="no passing code on the trajectory")
+        learned = learn_skill(memory, challenge, code, source_trajectory_id=trajectory_id)
+        if learned.status != "written" or learned.lesson_id is None or self.verifier is None:
+            return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
+        skill = memory.get(learned.lesson_id)
+        if skill is None:
+            return SkillOutcome("skipped", reason="the new skill vanished before verification")
+        from nightschool.memory import RetrievedLesson, format_worked_examples
+
+        item = RetrievedLesson(lesson=skill, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1)
+        section = format_worked_examples([item], token_budget=10_000)
+        verification = self.verifier.compare(
+            challenge.template,
+            challenge.tier,
+            skills=[section] if section else [],
+            skill_ids=[skill.id],
+            exclude_hash=challenge.challenge_hash,
+            exclude_prompt=challenge.prompt,
+            on_event=notify,
+        )
+        record = verification.record()
+        if verification.infrastructure_error is not None:
+            memory.set_verified(skill.id, False, record)
+            return SkillOutcome(
+                "written", skill.id, False, "verification stopped by a fault", record
+            )
+        memory.set_verified(skill.id, verification.helps, record)
+        reason = record["verdict"] or "no verdict"
+        return SkillOutcome("written", skill.id, verification.helps, str(reason), record)
 
     def run(
         self,

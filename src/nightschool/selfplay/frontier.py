@@ -2,8 +2,10 @@
 
 A cluster is **brittle** while its recent runs show friction, **mastered** after
 enough distinct first-try wins, and **saturated** when the last runs are
-first-try passes that taught nothing. Its difficulty **tier** unlocks one step
-every few first-try wins at the current tier and never goes back down.
+first-try passes that taught nothing. Its difficulty **tier** starts at
+`starter` (function-sized tasks, see `challenges.TIERS`), unlocks one step
+every few first-try wins at the current tier (starter -> basic -> intermediate
+-> advanced -> expert) and never goes back down.
 
 Every state is derived from the append-only `frontier_runs` table, so it
 survives restarts and cannot drift from the history.
@@ -135,8 +137,9 @@ def brittleness(runs: Sequence[FrontierRun]) -> int:
 def unlocked_tier(runs: Sequence[FrontierRun]) -> str:
     """Replay `runs` (oldest first) and return the unlocked tier.
 
-    Every `TIER_UNLOCK_WINS` first-try wins at or above the current tier unlock
-    the next one; nothing ever lowers it.
+    A cluster without runs is at `TIERS[0]` (`starter`). Every
+    `TIER_UNLOCK_WINS` first-try wins at or above the current tier unlock the
+    next one in `TIERS`; nothing ever lowers it.
     """
     level, wins = 0, 0
     for run in runs:
@@ -320,7 +323,7 @@ class FrontierTracker:
         return run
 
     def state(self, cluster: str) -> ClusterState:
-        """Derived state of one cluster (an untried cluster is at `basic`)."""
+        """Derived state of one cluster (an untried cluster is at `starter`)."""
         runs = self.runs(cluster)
         wins = [r for r in runs if r.first_try_win]
         distinct_wins = {r.challenge_hash for r in wins if not r.duplicate}

@@ -6,6 +6,16 @@ and records one `run_solution` tool call. On failure the next attempt sees the
 validator's output tail — never the validator's source (PRIOR-ART: showing the
 source let a solver copy the answer key).
 
+No attempt is wasted on a program already run: a reply whose code normalises
+(`_attempts.normalise_code`) to an earlier attempt's is not run but resampled
+from a fresh prompt at a higher temperature; attempt k samples at
+`min(temperature + k * temperature_step, max_temperature)` with a seed derived
+from (challenge, attempt, resample). By default every retry is such a fresh
+prompt (task + failing code + checker message): small models copy their last
+answer when it sits in the conversation (measured with Qwen2.5-Coder-0.5B:
+attempts 2 and 3 byte-identical to attempt 1). A tool-call blob
+(`{"name": ..., "arguments": ...}`) is never run as code.
+
 A model-server or sandbox fault ends the episode as an infrastructure error
 (`outcome=unknown`, `extra["infrastructure_error"]`), never as the agent's
 failure.
@@ -13,11 +23,10 @@ failure.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +34,18 @@ from nightschool.challenges import Challenge, evaluate
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox
+from nightschool.selfplay._attempts import (
+    NoCode,
+    ReplyCode,
+    attempt_temperature,
+    call_seed,
+    conversation_retry,
+    no_code_note,
+    normalise_code,
+    prose,
+    read_reply,
+    retry_prompt,
+)
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 if TYPE_CHECKING:
@@ -33,17 +54,50 @@ if TYPE_CHECKING:
 SYSTEM_PROMPT = (
     "You are a careful programmer solving a small, self-contained coding task. "
     "Read the task, then reply with the complete contents of the requested file in "
-    "exactly one fenced code block. Use only the standard library. Do not explain at length."
+    "exactly one fenced code block. Use only the standard library. Do not add tests, "
+    "asserts or checks of your own, and do not explain at length."
 )
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+"""The solver's system prompt. "No tests of your own": Qwen2.5-Coder-0.5B appended
+its own asserts and example runs to starter solutions, which failed at import (a
+wrong expected value of its own) or ran into the token cap mid-line (seen in 7 of
+the first 11 held-out items of a learning-curve run before this sentence)."""
 
 
 class SolverConfig(BaseModel):
-    """Settings of the self-play solver."""
+    """Settings of the self-play solver.
+
+    `SolverConfig(retry_mode="conversation", temperature_step=0, max_resamples=0)`
+    reproduces the solver before fresh retries (same conversation, fixed
+    temperature); a repeated program is still recorded as a wasted attempt
+    instead of being run again (the validator would give the same verdict).
+    """
 
     max_attempts: int = Field(default=3, ge=1, le=3, description="Attempts per challenge.")
-    temperature: float = Field(default=0.2, ge=0, description="Sampling temperature.")
+    temperature: float = Field(
+        default=0.2, ge=0, description="Sampling temperature of the first attempt."
+    )
+    temperature_step: float = Field(
+        default=0.35,
+        ge=0,
+        description="Added per attempt and per resample (attempt k: base + k * step).",
+    )
+    max_temperature: float = Field(
+        default=1.0, ge=0, description="Ceiling of the rising temperature (never below base)."
+    )
+    max_resamples: int = Field(
+        default=2,
+        ge=0,
+        le=5,
+        description="Extra model calls per attempt when its reply repeats a program already run.",
+    )
+    retry_mode: Literal["fresh", "conversation"] = Field(
+        default="fresh",
+        description="fresh: each retry is system + task + failing code + checker message; "
+        "conversation: the retry is appended to the growing conversation (old behaviour).",
+    )
+    seed: int = Field(
+        default=0, ge=0, description="Salt of every call's seed (same salt: same seeds)."
+    )
     max_tokens: int = Field(default=512, gt=0, description="Completion cap per attempt, tokens.")
     feedback_chars: int = Field(
         default=1500, gt=0, description="Validator output tail shown on retry, characters."
@@ -59,10 +113,13 @@ class SolveResult:
 
     Attributes:
         trajectory: the episode record (not yet stored).
-        attempts: attempts used (0 if the first model call failed).
+        attempts: attempts used, wasted ones included (0 if the first model
+            call failed).
         passed: the validator accepted an attempt.
         tool_errors: attempts whose reply held no code or whose run timed out.
         infrastructure_error: the fault that ended the episode early, if any.
+        model_calls: every model call made, resamples included (the budget
+            for equal-cost comparisons).
     """
 
     trajectory: Trajectory
@@ -70,35 +127,51 @@ class SolveResult:
     passed: bool
     tool_errors: int
     infrastructure_error: InfrastructureError | None = None
+    model_calls: int = 0
 
 
 def extract_code(reply: str, solution_file: str) -> str | None:
     """Pull the solution source out of a model reply.
 
     Prefers a fenced block tagged with the file's language (`python`/`py` for
-    `.py`, `bash`/`sh` for `.sh`), else the longest fenced block, else the whole
-    reply when it has no fences but looks like code. Returns None when nothing
-    usable is there.
+    `.py`, `bash`/`sh` for `.sh`), else the longest fenced block, else a source
+    string inside a tool-call blob's arguments, else the whole reply when it has
+    no fences and looks like source (for `.py`: it parses and is more than a
+    bare name or data literal). A tool-call blob, a JSON object and prose are
+    never returned as code. See `_attempts.read_reply`.
+
+    Returns:
+        The source, or None when nothing usable is there.
     """
-    found: list[tuple[str, str]] = _FENCE.findall(reply)
-    blocks = [(lang.lower(), body.strip()) for lang, body in found]
-    blocks = [(lang, body) for lang, body in blocks if body]
-    wanted = {"python", "py", "python3"} if solution_file.endswith(".py") else {"bash", "sh"}
-    tagged = [body for lang, body in blocks if lang in wanted]
-    if tagged:
-        return max(tagged, key=len)
-    if blocks:
-        return max((body for _, body in blocks), key=len)
-    text = reply.strip()
-    return text + "\n" if text and "\n" in text else None
+    return read_reply(reply, solution_file).code
 
 
-def _retry_message(feedback: str, solution_file: str) -> str:
-    return (
-        f"Your {solution_file} did not pass. The checker said:\n\n{feedback}\n\n"
-        f"Fix the problem and reply with the complete corrected {solution_file} "
-        "in one fenced code block."
-    )
+@dataclass
+class _Episode:
+    """Mutable state of one `solve` call."""
+
+    challenge: Challenge
+    system_prompt: str
+    messages: list[Message]
+    calls: list[ToolCall] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    temperatures: list[float] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
+    """Normalised program → the attempt that ran it."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tool_errors: int = 0
+    duplicates_resampled: int = 0
+    wasted: int = 0
+    blob_replies: int = 0
+    blob_corrected: int = 0
+    passed: bool = False
+    feedback: str = ""
+    """What the last attempt's failure was (checker message or a no-code note)."""
+    last_run: tuple[str, str] | None = None
+    """The last program the checker rejected, and its checker message."""
+    no_code: NoCode | None = None
+    duplicate_of: int | None = None
 
 
 class Solver:
@@ -107,7 +180,8 @@ class Solver:
     Args:
         model: any `ChatModel`.
         sandbox: where setup, solution and validator run.
-        config: attempts, sampling and feedback size.
+        config: attempts, sampling, resampling and feedback size.
+        playbook: lesson memory for the `### SKILL PLAYBOOK` section, if any.
     """
 
     def __init__(
@@ -139,6 +213,8 @@ class Solver:
         on_event: Callable[[str], None] | None = None,
         system_prompt: str = SYSTEM_PROMPT,
         lessons: Sequence[RetrievedLesson] | None = None,
+        skills: Sequence[str] = (),
+        skill_ids: Sequence[str] = (),
     ) -> SolveResult:
         """Run the attempt loop on one challenge.
 
@@ -150,10 +226,22 @@ class Solver:
             lessons: lessons to show under `### SKILL PLAYBOOK`; None retrieves them
                 from the playbook (if any). Their ids are recorded in
                 `extra["lessons_shown"]`.
+            skills: pre-formatted prompt sections appended to the system prompt
+                after the playbook, in order (no retrieval here).
+            skill_ids: ids of `skills`, recorded in `extra["skills_shown"]`.
 
         Returns:
             `SolveResult`; infrastructure faults are captured in it, not raised.
+            `trajectory.extra` records `model_calls`, `attempt_codes_distinct`
+            (programs run), `duplicates_resampled`, `wasted_attempts`,
+            `temperatures` (one per model call), `blob_replies` and
+            `blob_corrected`.
+
+        Raises:
+            ValueError: `skill_ids` is given without any `skills` section.
         """
+        if skill_ids and not skills:
+            raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
         notify = on_event or (lambda _msg: None)
         cfg = self.config
         shown = list(self.lessons_for(challenge) if lessons is None else lessons)
@@ -161,75 +249,182 @@ class Solver:
             from nightschool.memory import format_playbook
 
             system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
-        messages: list[Message] = [
-            {"role": "system", "content": system_prompt},
-            {"role": "user", "content": challenge.prompt},
-        ]
-        calls: list[ToolCall] = []
-        replies: list[str] = []
-        tokens_in = tokens_out = tool_errors = 0
-        passed = False
-        feedback = ""
+        for section in skills:
+            system_prompt = f"{system_prompt}\n\n{section.strip()}"
+        ep = _Episode(
+            challenge=challenge,
+            system_prompt=system_prompt,
+            messages=[
+                {"role": "system", "content": system_prompt},
+                {"role": "user", "content": challenge.prompt},
+            ],
+        )
         infra: InfrastructureError | None = None
         started = time.perf_counter()
         for attempt in range(1, cfg.max_attempts + 1):
             try:
-                notify(f"attempt {attempt}/{cfg.max_attempts}: asking {self.model.name}")
-                completion = self.model.complete(
-                    messages, temperature=cfg.temperature, max_tokens=cfg.max_tokens
-                )
-                tokens_in += completion.tokens_in
-                tokens_out += completion.tokens_out
-                replies.append(completion.text)
-                messages.append({"role": "assistant", "content": completion.text})
-                code = extract_code(completion.text, challenge.solution_file)
-                if code is None:
-                    tool_errors += 1
-                    feedback = "Your reply contained no code block, so nothing was run."
-                    calls.append(
-                        ToolCall(
-                            name="run_solution",
-                            arguments={"attempt": attempt, "file": challenge.solution_file},
-                            error=feedback,
-                        )
-                    )
-                else:
-                    notify(f"attempt {attempt}/{cfg.max_attempts}: running in sandbox")
-                    run_start = time.perf_counter()
-                    evaluation = evaluate(self.sandbox, challenge, code)
-                    passed = evaluation.passed
-                    feedback = evaluation.feedback[-cfg.feedback_chars :]
-                    if evaluation.validation.timed_out:
-                        tool_errors += 1
-                    calls.append(
-                        ToolCall(
-                            name="run_solution",
-                            arguments={
-                                "attempt": attempt,
-                                "file": challenge.solution_file,
-                                "code": code,
-                            },
-                            result="passed" if passed else "failed",
-                            error=None if passed else feedback,
-                            duration_s=round(time.perf_counter() - run_start, 4),
-                        )
-                    )
+                self._attempt(ep, attempt, notify)
             except InfrastructureError as exc:
                 infra = exc
                 break
-            if passed:
+            if ep.passed:
                 break
-            if attempt < cfg.max_attempts:
-                messages.append(
-                    {"role": "user", "content": _retry_message(feedback, challenge.solution_file)}
-                )
-        attempts = len(calls)
+            if cfg.retry_mode == "conversation" and attempt < cfg.max_attempts:
+                retry = conversation_retry(ep.feedback, challenge.solution_file)
+                ep.messages.append({"role": "user", "content": retry})
+        trajectory = self._trajectory(
+            ep, session_id, shown, list(skill_ids), infra, time.perf_counter() - started
+        )
+        return SolveResult(
+            trajectory,
+            len(ep.calls),
+            ep.passed,
+            ep.tool_errors,
+            infra,
+            model_calls=len(ep.replies),
+        )
+
+    def _fresh_messages(self, ep: _Episode) -> list[Message]:
+        """System prompt + one user message: the task, and on a retry what went wrong."""
+        challenge = ep.challenge
+        if ep.last_run is None and ep.no_code is None and ep.duplicate_of is None:
+            content = challenge.prompt
+        else:
+            code, checker = ep.last_run or (None, "")
+            content = retry_prompt(
+                challenge.prompt,
+                challenge.solution_file,
+                failed_code=code,
+                checker=checker,
+                no_code=ep.no_code,
+                duplicate_of=ep.duplicate_of,
+            )
+        return [
+            {"role": "system", "content": ep.system_prompt},
+            {"role": "user", "content": content},
+        ]
+
+    def _attempt(self, ep: _Episode, attempt: int, notify: Callable[[str], None]) -> None:
+        """One attempt: ask (resampling repeats), then run the code or record why not.
+
+        Raises:
+            InfrastructureError: the model or the sandbox failed.
+        """
+        cfg = self.config
+        challenge = ep.challenge
+        file = challenge.solution_file
+        fresh = cfg.retry_mode == "fresh"
+        messages = self._fresh_messages(ep) if fresh else list(ep.messages)
+        reply = ReplyCode(None)
+        text = ""
+        temperature = cfg.temperature
+        duplicate_of: int | None = None
+        for resample in range(cfg.max_resamples + 1):
+            temperature = attempt_temperature(
+                cfg.temperature, cfg.temperature_step, cfg.max_temperature, attempt - 1 + resample
+            )
+            label = f"attempt {attempt}/{cfg.max_attempts}"
+            notify(f"{label}: asking {self.model.name} (temperature {temperature:g})")
+            completion = self.model.complete(
+                messages,
+                temperature=temperature,
+                max_tokens=cfg.max_tokens,
+                seed=call_seed(cfg.seed, challenge.challenge_hash, attempt, resample),
+            )
+            ep.tokens_in += completion.tokens_in
+            ep.tokens_out += completion.tokens_out
+            ep.replies.append(text := completion.text)
+            ep.temperatures.append(temperature)
+            reply = read_reply(text, file)
+            ep.blob_replies += int(reply.blob)
+            duplicate_of = (
+                None if reply.code is None else ep.seen.get(normalise_code(reply.code, file))
+            )
+            if duplicate_of is None or resample == cfg.max_resamples:
+                break
+            ep.duplicates_resampled += 1
+            notify(f"{label}: reply repeats attempt {duplicate_of}; resampling")
+            ep.duplicate_of = duplicate_of
+            messages = self._fresh_messages(ep)
+        if not fresh:
+            ep.messages.append({"role": "assistant", "content": text})
+        arguments: dict[str, object] = {"attempt": attempt, "file": file}
+        if reply.code is None:
+            ep.tool_errors += 1
+            ep.no_code = "blob" if reply.blob else "none"
+            ep.duplicate_of = None
+            ep.feedback = no_code_note(ep.no_code)
+            arguments["temperature"] = temperature
+            ep.calls.append(ToolCall(name="run_solution", arguments=arguments, error=ep.feedback))
+            return
+        arguments.update(code=reply.code, temperature=temperature)
+        if reply.from_blob:
+            ep.blob_corrected += 1
+            arguments["blob_corrected"] = True
+        ep.no_code = None
+        if duplicate_of is not None:
+            ep.wasted += 1
+            ep.duplicate_of = duplicate_of
+            error = f"duplicate of attempt {duplicate_of}; not run"
+            ep.calls.append(ToolCall(name="run_solution", arguments=arguments, error=error))
+            return
+        ep.duplicate_of = None
+        self._run(ep, attempt, reply.code, arguments, notify)
+
+    def _run(
+        self,
+        ep: _Episode,
+        attempt: int,
+        code: str,
+        arguments: dict[str, object],
+        notify: Callable[[str], None],
+    ) -> None:
+        """Judge `code` in the sandbox and record the `run_solution` call.
+
+        Raises:
+            InfrastructureError: the sandbox failed or the challenge is broken.
+        """
+        cfg = self.config
+        notify(f"attempt {attempt}/{cfg.max_attempts}: running in sandbox")
+        run_start = time.perf_counter()
+        evaluation = evaluate(self.sandbox, ep.challenge, code)
+        ep.seen[normalise_code(code, ep.challenge.solution_file)] = attempt
+        ep.passed = evaluation.passed
+        ep.feedback = evaluation.feedback[-cfg.feedback_chars :]
+        if evaluation.validation.timed_out:
+            ep.tool_errors += 1
+        if not ep.passed:
+            ep.last_run = (code, ep.feedback)
+        ep.calls.append(
+            ToolCall(
+                name="run_solution",
+                arguments=arguments,
+                result="passed" if ep.passed else "failed",
+                error=None if ep.passed else ep.feedback,
+                duration_s=round(time.perf_counter() - run_start, 4),
+            )
+        )
+
+    def _trajectory(
+        self,
+        ep: _Episode,
+        session_id: str,
+        shown: list[RetrievedLesson],
+        skill_ids: list[str],
+        infra: InfrastructureError | None,
+        duration_s: float,
+    ) -> Trajectory:
+        """The episode record (outcome, failure reason and the diversity counters)."""
+        cfg = self.config
+        challenge = ep.challenge
+        attempts = len(ep.calls)
         if infra is not None:
             outcome, reason = Outcome.UNKNOWN, None
-        elif passed:
+        elif ep.passed:
             outcome, reason = Outcome.PASSED, None
         else:
-            first_line = feedback.strip().splitlines()[0] if feedback.strip() else "no output"
+            text = ep.feedback.strip()
+            first_line = text.splitlines()[0] if text else "no output"
             reason = f"validator rejected all {attempts} attempts; last: {first_line[:300]}"
             outcome = Outcome.FAILED
         extra: dict[str, object] = {
@@ -237,37 +432,40 @@ class Solver:
             "seed": challenge.seed,
             "challenge_hash": challenge.challenge_hash,
             "attempts": attempts,
-            "tool_errors": tool_errors,
+            "tool_errors": ep.tool_errors,
             "sandboxed": self.sandbox.isolated,
             "lessons_shown": [item.lesson.id for item in shown],
             "lesson_scores": [round(item.score, 6) for item in shown],
+            "skills_shown": skill_ids,
+            "retry_mode": cfg.retry_mode,
+            "model_calls": len(ep.replies),
+            "attempt_codes_distinct": len(ep.seen),
+            "duplicates_resampled": ep.duplicates_resampled,
+            "wasted_attempts": ep.wasted,
+            "temperatures": list(ep.temperatures),
+            "blob_replies": ep.blob_replies,
+            "blob_corrected": ep.blob_corrected,
         }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"
-        trajectory = Trajectory(
+        return Trajectory(
             session_id=session_id,
             task_kind="selfplay",
             cluster=challenge.cluster,
             tier=challenge.tier,
             model=self.model.name,
             temperature=cfg.temperature,
-            system_prompt=system_prompt,
+            system_prompt=ep.system_prompt,
             user_request=challenge.prompt,
-            planning_output=_prose(replies[0]) if replies else "",
-            tool_calls=calls,
-            n_steps=len(replies),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            duration_s=round(time.perf_counter() - started, 4),
+            planning_output=prose(ep.replies[0]) if ep.replies else "",
+            tool_calls=ep.calls,
+            n_steps=len(ep.replies),
+            tokens_in=ep.tokens_in,
+            tokens_out=ep.tokens_out,
+            duration_s=round(duration_s, 4),
             outcome=outcome,
             failure_reason=reason,
-            validator_signal=(None if not calls or infra else ("pass" if passed else "fail")),
+            validator_signal=(None if not ep.calls or infra else ("pass" if ep.passed else "fail")),
             extra=extra,
-            final_response=replies[-1] if replies else "",
+            final_response=ep.replies[-1] if ep.replies else "",
         )
-        return SolveResult(trajectory, attempts, passed, tool_errors, infra)
-
-
-def _prose(reply: str) -> str:
-    """The part of a reply outside code fences (the model's plan, if any)."""
-    return _FENCE.sub("", reply).strip()[:2000]

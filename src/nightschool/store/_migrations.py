@@ -234,11 +234,32 @@ M005_EVAL_RUNS: tuple[str, ...] = (
     *_append_only("eval_results"),
 )
 
+_SKILL_COLUMNS = (
+    # What a row is: a lesson (advice) or a skill (task summary + verified code).
+    "kind TEXT NOT NULL DEFAULT 'lesson' CHECK (kind IN ('lesson', 'skill'))",
+    # The challenge template and tier a self-play skill came from ('' otherwise).
+    "template TEXT NOT NULL DEFAULT ''",
+    "tier TEXT NOT NULL DEFAULT ''",
+    # sha256 of a skill's normalised code: the exact-duplicate check of learn_skill.
+    "code_hash TEXT NOT NULL DEFAULT ''",
+)
+
+M006_SKILLS: tuple[str, ...] = (
+    # Skills live in the lessons table, so retraction by trajectory, the archive,
+    # exposure counters and verification work the same for both kinds.
+    *(f"ALTER TABLE lessons ADD COLUMN {column}" for column in _SKILL_COLUMNS),
+    *(f"ALTER TABLE lessons_archive ADD COLUMN {column}" for column in _SKILL_COLUMNS),
+    "CREATE INDEX lessons_kind_code ON lessons(kind, code_hash)",
+    "CREATE INDEX lessons_kind_template ON lessons(kind, template)",
+    "CREATE INDEX lessons_archive_source_trajectory ON lessons_archive(source_trajectory_id)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
     ("m003_reflections", M003_REFLECTIONS),
     ("m004_lesson_memory", M004_LESSON_MEMORY),
     ("m005_eval_runs", M005_EVAL_RUNS),
+    ("m006_skills", M006_SKILLS),
 )
 """All migrations this version knows, oldest first."""

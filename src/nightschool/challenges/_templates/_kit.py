@@ -1,9 +1,15 @@
 """Building blocks shared by the template modules.
 
 A template subclasses `TemplateBase` and implements `build(level, rng)`, which
-returns the five texts of a challenge as `Parts`. Solutions are written once
-as annotated source (see `select`) so that the reference solution and the
-near-miss differ only in the lines of one twist.
+returns the five texts of a whole-program challenge as `Parts`, and
+`build_starter(rng)` for the function-sized `starter` tier. Solutions are
+written once as annotated source (see `select`) so that the reference solution
+and the near-miss differ only in the lines of one twist.
+
+Starter pieces: `function_prompt` and `function_validator` (a function called
+on hidden `Case`s, checked by `_checklib_starter.check_calls`), and
+`script_prompt` and `script_validator` (a shell one-liner run on the shown
+input and on hidden ones, for the `bash` cluster).
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from nightschool.challenges._model import CLUSTERS, Challenge, tier_level
+from nightschool.challenges._model import CLUSTERS, STARTER, Challenge, tier_level
 
 _MARK = re.compile(r"\s*#([+=-])(!?\w+(?:[|&]!?\w+)*)\s*$")
+_SCRIPT_PART = "# --- script part: validators include the text from here on ---\n"
 
 
 @dataclass(frozen=True)
 class Parts:
-    """What a template's `build` returns; `TemplateBase.render` adds the identity."""
+    """What `build` and `build_starter` return; `TemplateBase.render` adds the identity."""
 
     prompt: str
     setup_script: str
@@ -38,7 +45,7 @@ class TemplateBase:
     """Base class of the bank's templates; satisfies the `Template` protocol.
 
     Subclasses set `name`, `cluster` and (for shell templates) `solution_file`
-    as class attributes and implement `build`.
+    as class attributes and implement `build` and `build_starter`.
     """
 
     name: str = ""
@@ -53,7 +60,7 @@ class TemplateBase:
         """
         level = tier_level(tier)
         rng = random.Random(f"{self.name}:{tier}:{seed}")
-        parts = self.build(level, rng)
+        parts = self.build_starter(rng) if tier == STARTER else self.build(level - 1, rng)
         return Challenge(
             template=self.name,
             cluster=self.cluster,
@@ -68,7 +75,14 @@ class TemplateBase:
         )
 
     def build(self, level: int, rng: random.Random) -> Parts:
-        """Return the challenge texts for tier index `level` (0 basic ... 3 expert)."""
+        """Return the whole-program challenge texts for twist level `level` (0 basic ... 3 expert).
+
+        `level` is `tier_level(tier) - 1`: the number of twists stated in the prompt.
+        """
+        raise NotImplementedError
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """Return the `starter` challenge texts: a function-sized version of the basic task."""
         raise NotImplementedError
 
     def __init_subclass__(cls) -> None:
@@ -263,6 +277,206 @@ WORDS: tuple[str, ...] = (
 """Lowercase nouns used as data across templates."""
 
 
+# --------------------------------------------------------------------------- starter tier
+
+STARTER_SETUP = "# nothing to set up: the task is one function\n"
+"""Setup script of starter challenges that need no files."""
+
+
+class Expr(str):
+    """Source text that `call` writes as is, unquoted: a fixture name such as `con`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def call(func: str, *args: Any) -> str:
+    """Return the Python call expression `func(arg, ...)`, each argument as its `repr`."""
+    return f"{func}({', '.join(map(repr, args))})"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of a starter function and its expected value.
+
+    Attributes:
+        call: a Python expression calling the function (see `call`), shown on failure.
+        value: the expected return value (JSON-able; tuples compare like lists).
+        checks: pairs of (expression that must be true after the call, message
+            shown when it is not), evaluated in the call's scope.
+    """
+
+    call: str
+    value: Any
+    checks: tuple[tuple[str, str], ...] = ()
+
+    def data(self) -> dict[str, Any]:
+        """The case as the validator's `DATA` holds it."""
+        return {
+            "call": self.call,
+            "expected": json.loads(json.dumps(self.value)),
+            "want": repr(self.value),
+            "checks": [list(check) for check in self.checks],
+        }
+
+
+def function_prompt(
+    name: str,
+    signature: str,
+    spec: str,
+    examples: Sequence[Case],
+    rules: Sequence[str] = (),
+    solution_file: str = "solution.py",
+) -> str:
+    """Compose a starter prompt: the function in HumanEval form, then the I/O rules.
+
+    Args:
+        name: the function's name.
+        signature: its `def` line, e.g. `def f(xs: list[int]) -> int:`, after any
+            imports its annotations need.
+        spec: the docstring text (what it returns, edge cases), already wrapped.
+        examples: worked examples, shown as doctest lines (`>>> call` / value).
+        rules: extra paragraphs between the code and the I/O rules (a schema,
+            what a fixture argument is).
+        solution_file: the file to write.
+    """
+    doc = textwrap.dedent(spec).strip()
+    doc += "".join(f"\n\n>>> {case.call}\n{case.value!r}" for case in examples)
+    body = textwrap.indent(f'"""{doc}\n"""', "    ")
+    parts = [
+        "Complete this Python function.",
+        f"```python\n{signature}\n{body}\n```",
+        *(textwrap.dedent(rule).strip() for rule in rules),
+        f"Write `{solution_file}` with the complete function (imports and helpers are fine). "
+        f"The checker imports it and calls `{name}` on hidden tests. Do not read input or "
+        "files and do not print: return the result.",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def function_parts(
+    *,
+    func: str,
+    signature: str,
+    spec: str,
+    examples: Sequence[Case],
+    cases: Sequence[Case],
+    source: str,
+    prelude: str = "",
+    setup: str = STARTER_SETUP,
+    rules: Sequence[str] = (),
+    tol: float = 1e-9,
+) -> Parts:
+    """Assemble a function-sized starter challenge.
+
+    `source` is annotated solution source (see `select`): the reference keeps
+    the unmarked and `#-bug` lines, the near-miss the `#+bug` ones. The other
+    arguments go to `function_prompt` and `function_validator`.
+    """
+    return Parts(
+        prompt=function_prompt(func, signature, spec, examples, rules),
+        setup_script=setup,
+        validation_script=function_validator(func, cases, prelude, tol),
+        reference_solution=select(source, set()),
+        wrong_solution=select(source, {"bug"}),
+    )
+
+
+@functools.cache
+def _checklib_starter() -> str:
+    text = resources.files(__package__).joinpath("_checklib_starter.py").read_text(encoding="utf-8")
+    return text.split(_SCRIPT_PART, 1)[1]
+
+
+def starter_validator_script(body: str, data: Any, solution_file: str = "solution.py") -> str:
+    """Like `validator_script`, with the starter checks (`_checklib_starter`) added."""
+    return (
+        _checklib()
+        + "\n\n# --- starter checks ---\n"
+        + _checklib_starter()
+        + "\n\n# --- challenge-specific part ---\n"
+        + f"SOLUTION = {solution_file!r}\n"
+        + f"DATA = {literal(data)}\n"
+        + textwrap.dedent(body).strip()
+        + "\n"
+    )
+
+
+def function_validator(
+    func: str,
+    cases: Sequence[Case],
+    prelude: str = "",
+    tol: float = 1e-9,
+    solution_file: str = "solution.py",
+) -> str:
+    """Return a validation script calling `func` from the solution on each of `cases`.
+
+    Args:
+        func: the function's name.
+        cases: the hidden cases (5-8), expected values computed at render time.
+        prelude: Python source run before each call in its scope (fixtures).
+        tol: relative tolerance for numbers in the result.
+        solution_file: the module file to import.
+    """
+    data = {
+        "func": func,
+        "prelude": textwrap.dedent(prelude).strip() + "\n",
+        "tol": tol,
+        "cases": [case.data() for case in cases],
+    }
+    return starter_validator_script("check_calls(SOLUTION, DATA)", data, solution_file)
+
+
+def script_prompt(
+    task: str,
+    inputs: Mapping[str, str],
+    output: str,
+    example: Sequence[str],
+    hint: str,
+    example_intro: str = "For the input above the output is:",
+    solution_file: str = "solution.sh",
+) -> str:
+    """Compose a starter prompt for a shell one-liner: the input shown, the exact output.
+
+    Args:
+        task: one sentence saying what to compute.
+        inputs: heading -> text of each input shown verbatim, e.g. "`status.log`:"
+            -> the file's full text.
+        output: the output format.
+        example: the expected result for the shown input (stdout lines, or the
+            folder listing after the run).
+        hint: the commands that suffice, e.g. "`awk` and `sort`".
+        example_intro: the sentence introducing `example`.
+        solution_file: the script's file name.
+    """
+    parts = [textwrap.dedent(task).strip()]
+    parts += [f"{heading}\n```\n{text}```" for heading, text in inputs.items()]
+    shown = "\n".join(example)
+    parts.append(f"{textwrap.dedent(output).strip()} {example_intro}\n```\n{shown}\n```")
+    parts.append(
+        f"Write a bash script `{solution_file}`; one pipeline or loop is enough ({hint}). It "
+        f"is run as `bash {solution_file}` in the directory with the input, and also on "
+        "hidden inputs of the same form; coreutils, grep, sed and awk are available. Exit "
+        "with status 0."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def script_validator(
+    rounds: Sequence[Mapping[str, Any]], solution_file: str = "solution.sh"
+) -> str:
+    """Return a validation script running the solution once per round (`check_script_rounds`).
+
+    The first round's input comes from the setup script (and is shown in the
+    prompt); later rounds write hidden inputs first. Each round maps `files`,
+    `clear`, `shown` and `stdout` or `tree` as `check_script_rounds` reads them.
+    """
+    body = "check_script_rounds(SOLUTION, DATA)"
+    return starter_validator_script(body, [dict(r) for r in rounds], solution_file)
+
+
 def differs(reference: Callable[[], object], wrong: Callable[[], object]) -> bool:
     """True when the near-miss's emulated result differs from the reference's (or raises)."""
     try:
@@ -274,3 +488,32 @@ def differs(reference: Callable[[], object], wrong: Callable[[], object]) -> boo
 
 class RenderError(RuntimeError):
     """A template could not generate data that separates reference and near-miss."""
+
+
+def shown_example(
+    rng: random.Random,
+    draw: Callable[[random.Random], Case],
+    hidden: Sequence[Case],
+    tries: int = 50,
+) -> Case:
+    """Draw a starter's worked example from the seed's `rng`, never one of the `hidden` calls.
+
+    The example is what makes two seeds' prompts differ (the hidden cases are
+    not shown), so each template draws it from `rng` after the hidden cases, and
+    computes its value with its own emulation.
+
+    Args:
+        rng: the seed's generator.
+        draw: returns one example `Case` drawn from `rng`.
+        hidden: the validator's cases; none of their calls may be shown.
+        tries: draws before giving up.
+
+    Raises:
+        RenderError: if every draw was a hidden case.
+    """
+    calls = [case.call for case in hidden]
+    for _attempt in range(tries):
+        example = draw(rng)
+        if not any(c in example.call for c in calls):
+            return example
+    raise RenderError(f"every drawn example is a hidden case: {calls[0] if calls else ''}")

@@ -20,6 +20,7 @@ from nightschool.challenges._templates._kit import (
     stdout_validator,
     twists,
 )
+from nightschool.challenges._templates.starters import algo as starters
 
 # --------------------------------------------------------------------------- merge_intervals
 
@@ -75,6 +76,10 @@ class MergeIntervals(TemplateBase):
 
     name = "algo.merge_intervals"
     cluster = "algo"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.merge_intervals(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -193,6 +198,10 @@ class TopK(TemplateBase):
 
     name = "algo.top_k"
     cluster = "algo"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.top_k(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -361,6 +370,10 @@ class ShortestPath(TemplateBase):
 
     name = "algo.shortest_path"
     cluster = "algo"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.shortest_path(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

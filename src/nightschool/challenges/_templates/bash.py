@@ -20,6 +20,7 @@ from nightschool.challenges._templates._kit import (
     twists,
     validator_script,
 )
+from nightschool.challenges._templates.starters import bash as starters
 
 _SH = "solution.sh"
 
@@ -76,6 +77,10 @@ class AccessLog(TemplateBase):
     name = "bash.access_log"
     cluster = "bash"
     solution_file = _SH
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.access_log(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -168,6 +173,10 @@ class RenameFiles(TemplateBase):
     cluster = "bash"
     solution_file = _SH
 
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.rename_files(rng)
+
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
         n = (6, 10, 14, 18)[level]
@@ -258,6 +267,10 @@ class WordFreq(TemplateBase):
     name = "bash.word_freq"
     cluster = "bash"
     solution_file = _SH
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.word_freq(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

@@ -22,6 +22,7 @@ from nightschool.challenges._templates._kit import (
     twists,
     validator_script,
 )
+from nightschool.challenges._templates.starters import concurrency as starters
 
 # --------------------------------------------------------------------------- thread_pool
 
@@ -74,6 +75,10 @@ class ThreadPool(TemplateBase):
 
     name = "concurrency.thread_pool"
     cluster = "concurrency"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.thread_pool(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -235,6 +240,10 @@ class Pipeline(TemplateBase):
     name = "concurrency.pipeline"
     cluster = "concurrency"
 
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.pipeline(rng)
+
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
         n, consumers = (12, 18, 24, 30)[level], (3, 3, 4, 4)[level]
@@ -395,6 +404,10 @@ class BankTransfers(TemplateBase):
 
     name = "concurrency.bank_transfers"
     cluster = "concurrency"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.bank_transfers(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

@@ -20,6 +20,7 @@ from nightschool.challenges._templates._kit import (
     stdout_validator,
     twists,
 )
+from nightschool.challenges._templates.starters import data_analysis as starters
 
 # --------------------------------------------------------------------------- region_sales
 
@@ -86,6 +87,10 @@ class RegionSales(TemplateBase):
 
     name = "data_analysis.region_sales"
     cluster = "data_analysis"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.region_sales(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -196,6 +201,10 @@ class MonthlyTotals(TemplateBase):
 
     name = "data_analysis.monthly_totals"
     cluster = "data_analysis"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.monthly_totals(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -319,6 +328,10 @@ class DeptSummary(TemplateBase):
 
     name = "data_analysis.dept_summary"
     cluster = "data_analysis"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.dept_summary(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

@@ -23,6 +23,7 @@ from nightschool.challenges._templates._kit import (
     twists,
     validator_script,
 )
+from nightschool.challenges._templates.starters import python_general as starters
 
 _JSON_CHECK = """
     run_solution(SOLUTION)
@@ -87,6 +88,10 @@ class TagIndex(TemplateBase):
 
     name = "python_general.tag_index"
     cluster = "python_general"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.tag_index(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -215,6 +220,10 @@ class TextTable(TemplateBase):
 
     name = "python_general.text_table"
     cluster = "python_general"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.text_table(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -364,6 +373,10 @@ class ConfigMerge(TemplateBase):
 
     name = "python_general.config_merge"
     cluster = "python_general"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.config_merge(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

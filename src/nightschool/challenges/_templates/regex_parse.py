@@ -21,6 +21,7 @@ from nightschool.challenges._templates._kit import (
     stdout_validator,
     twists,
 )
+from nightschool.challenges._templates.starters import regex_parse as starters
 
 # --------------------------------------------------------------------------- error_lines
 
@@ -82,6 +83,10 @@ class ErrorLines(TemplateBase):
 
     name = "regex_parse.error_lines"
     cluster = "regex_parse"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.error_lines(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -195,6 +200,10 @@ class Emails(TemplateBase):
 
     name = "regex_parse.emails"
     cluster = "regex_parse"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.emails(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -344,6 +353,10 @@ class Dates(TemplateBase):
 
     name = "regex_parse.dates"
     cluster = "regex_parse"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.dates(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

@@ -20,6 +20,7 @@ from nightschool.challenges._templates._kit import (
     stdout_validator,
     twists,
 )
+from nightschool.challenges._templates.starters import sql as starters
 
 _HOW = (
     "Use Python's `sqlite3` module (SQL does most of the work; window functions such as "
@@ -98,6 +99,10 @@ class CustomerTotals(TemplateBase):
 
     name = "sql.customer_totals"
     cluster = "sql"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.customer_totals(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -235,6 +240,10 @@ class TopProduct(TemplateBase):
 
     name = "sql.top_product"
     cluster = "sql"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.top_product(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
@@ -391,6 +400,10 @@ class RunningBalance(TemplateBase):
 
     name = "sql.running_balance"
     cluster = "sql"
+
+    def build_starter(self, rng: random.Random) -> Parts:
+        """See `TemplateBase.build_starter`."""
+        return starters.running_balance(rng)
 
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""

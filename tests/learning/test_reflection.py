@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from nightschool.errors import ModelUnavailableError
-from nightschool.llm import ChatModel, Completion, Message, ScriptedModel
-from nightschool.reflection import (
+from nightschool.learning.reflection import (
     REFLECTION_PROMPT,
     ReflectionSink,
     Reflector,
@@ -21,6 +20,7 @@ from nightschool.reflection import (
     build_prompt,
     parse_reflection,
 )
+from nightschool.llm import ChatModel, Completion, Message, ScriptedModel
 from nightschool.store import Store
 from nightschool.trajectory import Correction, Outcome, ToolCall, Trajectory
 
@@ -382,7 +382,7 @@ def test_unparseable_reply_is_recorded_and_not_retried(
     model = ScriptedModel(["I think it went fine, honestly.", GOOD_REPLY])
     reflector = Reflector(store, model)
 
-    with caplog.at_level(logging.DEBUG, logger="nightschool.reflection"):
+    with caplog.at_level(logging.DEBUG, logger="nightschool.learning.reflection"):
         outcome = reflector.reflect_one(source)
 
     assert outcome.status == "unparseable" and outcome.reflection is None
@@ -554,7 +554,7 @@ def test_reflect_one_on_the_embedded_model(store: Store) -> None:
     source = failed_trajectory(store)
     # One thread: llama.cpp's workers spin-wait, and with other processes busy on a
     # 2-core machine 2 threads took 51 s for this reply, 1 thread 8 s (measured).
-    with EmbeddedModel(EmbeddedConfig(n_ctx=2048, n_threads=1)) as embedded:
+    with EmbeddedModel(EmbeddedConfig(model="smollm2-135m", n_ctx=2048, n_threads=1)) as embedded:
         model = Recording(embedded)
         config = ReflectorConfig(max_tokens=300, per_call_timeout_s=120, seed=0)
         start = time.monotonic()

@@ -4,7 +4,7 @@ Used by `bench/bench_retrieval.py` (recall of BM25, vectors and the hybrid; the
 near-duplicate threshold) and the tests. Per lesson: a `Q:` paraphrase that avoids
 the lesson's words (what vectors are for) and a `K:` request with the identifier or
 error message in it (what BM25 is for). `REWORDED` restates 20 lessons in other
-words (in `_reworded.py`): `learn` should merge those, never two distinct lessons.
+words (in `retrieval_reworded.py`): `learn` should merge those, never two distinct lessons.
 
 Block format: a `key | domains` line starts each lesson, then `T:` trigger, `A:`
 anti-pattern, `C:` correct pattern, `Q:`/`K:` queries; three leading spaces continue

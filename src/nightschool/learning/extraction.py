@@ -2,21 +2,25 @@
 
 After a failed cycle, or one won only after retries, one model call turns the
 episode into a structured lesson. The candidate must pass the generalization
-guard, then prove itself: the solver re-runs the same challenge with the
-lesson shown under `### SKILL PLAYBOOK`, and the lesson is kept (verified) only
-if the outcome strictly improves — fail → pass, or fewer attempts (seed 000,
-`_verify_lesson_helpful`). Every comparison is recorded on the lesson.
+guard, then prove itself in a controlled comparison (`PairedVerifier`): fresh
+renderings of the same template are solved with the lesson shown under
+`### SKILL PLAYBOOK` and without it, and the lesson is kept (verified) only
+when the promotion gate says the paired results improved. (Seed 000's
+`_verify_lesson_helpful` re-ran the same challenge once with no control arm,
+which cannot tell a helpful lesson from sampling luck.) Every comparison is
+recorded: on the lesson when kept, in the `ExtractionOutcome` otherwise.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from nightschool.challenges import Challenge
-from nightschool.learning import generalization_problem
+from nightschool.errors import InfrastructureError
+from nightschool.learning.guard import generalization_problem
+from nightschool.learning.verify import PairedVerifier
 from nightschool.llm import ChatModel
 from nightschool.memory import DOMAINS, Lesson, RetrievedLesson, SkillMemory
 from nightschool.selfplay.solver import Solver, SolveResult
@@ -120,30 +124,33 @@ def parse_lesson(text: str) -> CandidateLesson | None:
     )
 
 
-def _improved(original: SolveResult, verified: SolveResult) -> bool:
-    if not verified.passed:
-        return False
-    return not original.passed or verified.attempts < original.attempts
-
-
 class LessonExtractor:
     """Extracts, guards and verifies lessons from self-play cycles.
 
     Args:
         model: the model that writes the lesson (usually the solver's).
         memory: the playbook lessons are written to.
-        solver: re-runs the challenge with the candidate lesson shown.
+        solver: the cycle's solver (its model and sandbox run the verification).
+        verifier: the controlled comparison; None builds a `PairedVerifier`
+            over `solver` that records nothing.
         max_tokens: completion cap for the extraction call, tokens; with three
             160-character lines it leaves room for SmolLM2's token-hungry output
             (a 300 cap truncated a grammar-constrained reply before its last field).
     """
 
     def __init__(
-        self, model: ChatModel, memory: SkillMemory, solver: Solver, *, max_tokens: int = 450
+        self,
+        model: ChatModel,
+        memory: SkillMemory,
+        solver: Solver,
+        *,
+        verifier: PairedVerifier | None = None,
+        max_tokens: int = 450,
     ) -> None:
         self.model = model
         self.memory = memory
         self.solver = solver
+        self.verifier = verifier or PairedVerifier(solver)
         self.max_tokens = max_tokens
 
     def extraction_prompt(self, challenge: Challenge, result: SolveResult) -> str:
@@ -212,29 +219,29 @@ class LessonExtractor:
             created_at=utc_now(),
             updated_at=utc_now(),
         )
-        started = time.perf_counter()
-        retry = self.solver.solve(
-            challenge,
-            session_id=session_id,
-            lessons=[
-                RetrievedLesson(
-                    lesson=provisional, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1
-                )
-            ],
+        shown = RetrievedLesson(
+            lesson=provisional, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1
         )
-        if retry.infrastructure_error is not None:
-            raise retry.infrastructure_error
-        comparison = {
-            "original": {"passed": result.passed, "attempts": result.attempts},
-            "with_lesson": {"passed": retry.passed, "attempts": retry.attempts},
-            "verify_duration_s": round(time.perf_counter() - started, 3),
-            "challenge_hash": challenge.challenge_hash,
-        }
-        if not _improved(result, retry):
+        verification = self.verifier.compare(
+            challenge.template,
+            challenge.tier,
+            lessons=[shown],
+            exclude_hash=challenge.challenge_hash,
+        )
+        comparison = verification.record()
+        comparison["challenge_hash"] = challenge.challenge_hash
+        comparison["original"] = {"passed": result.passed, "attempts": result.attempts}
+        if verification.infrastructure_error is not None:
+            raise InfrastructureError(
+                f"lesson verification stopped: {verification.infrastructure_error}"
+            )
+        if not verification.helps:
             return ExtractionOutcome(
                 "rejected",
-                "verification: showing the lesson did not improve the outcome "
-                f"({_describe(result)} → {_describe(retry)})",
+                "verification: the gate did not promote the lesson "
+                f"({comparison['passes_with']}/{comparison['k']} with it vs "
+                f"{comparison['passes_without']}/{comparison['k']} without; "
+                f"{comparison['test']})",
                 None,
                 candidate,
                 comparison,
@@ -256,7 +263,3 @@ class LessonExtractor:
         return ExtractionOutcome(
             learned.status, learned.reason, learned.lesson_id, candidate, comparison
         )
-
-
-def _describe(result: SolveResult) -> str:
-    return f"passed in {result.attempts}" if result.passed else f"failed {result.attempts}x"

@@ -3,16 +3,24 @@ from __future__ import annotations
 import importlib.util
 import random
 import shutil
+from collections.abc import Sequence
 
 import pytest
 
-from nightschool.challenges import render, templates
-from nightschool.learning import generalization_problem, guess_domains, shared_run, task_summary
-from nightschool.llm import ScriptedModel
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.challenges import Challenge, render, templates
+from nightschool.challenges._templates._kit import TemplateBase
+from nightschool.learning.extraction import EXTRACTION_GRAMMAR, LessonExtractor, parse_lesson
+from nightschool.learning.guard import (
+    generalization_problem,
+    guess_domains,
+    shared_run,
+    task_summary,
+)
+from nightschool.learning.verify import VERIFY_SEED_BASE
+from nightschool.llm import Message, ScriptedModel
+from nightschool.memory import HashingEmbedder, SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay import DreamLoop, FrontierTracker, Solver
-from nightschool.selfplay.lessons import EXTRACTION_GRAMMAR, LessonExtractor, parse_lesson
 from nightschool.store import Store
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -66,60 +74,91 @@ def test_guess_domains_and_summary() -> None:
     assert task_summary("Merge two JSON files.\nInput: base.json") == "Merge two JSON files."
 
 
+@pytest.fixture
+def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Challenge]:
+    """Every challenge rendered in the test, by prompt (what the scripted model sees)."""
+    seen: dict[str, Challenge] = {}
+    original = TemplateBase.render
+
+    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
+        challenge = original(self, tier, seed)
+        seen[challenge.prompt] = challenge
+        return challenge
+
+    monkeypatch.setattr(TemplateBase, "render", spy)
+    return seen
+
+
+def scripted(seen: dict[str, Challenge], lesson: str, *, helps: bool) -> ScriptedModel:
+    """Writes `lesson` when asked for one; solves a challenge iff `helps` and a lesson is shown."""
+
+    def reply(messages: Sequence[Message]) -> str:
+        if "TRIGGER:" in messages[-1]["content"]:
+            return lesson
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        challenge = next(c for p, c in seen.items() if p in prompt)
+        good = helps and "### SKILL PLAYBOOK" in messages[0]["content"]
+        code = challenge.reference_solution if good else challenge.wrong_solution
+        return f"```python\n{code}\n```"
+
+    return ScriptedModel(reply)
+
+
 @needs_bwrap
-def test_extractor_keeps_only_lessons_that_help(store: Store) -> None:
+def test_extractor_keeps_only_lessons_that_help(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
     challenge = render(templates("data_analysis")[0].name, "basic", 4)
     memory = SkillMemory(store, embedder=HashingEmbedder())
-    # original cycle: wrong, wrong, wrong → failed
-    solver = Solver(
-        ScriptedModel([f"```python\n{challenge.wrong_solution}\n```"] * 3),
-        Sandbox(),
-        playbook=memory,
-    )
-    original = solver.solve(challenge)
+    model = scripted(rendered, GOOD_LESSON, helps=True)
+    solver = Solver(model, Sandbox(), playbook=memory)
+    original = solver.solve(challenge, lessons=[])
     assert not original.passed
-    # extraction call, then the verification re-run passes on its first attempt
-    replies = [GOOD_LESSON, f"```python\n{challenge.reference_solution}\n```"]
-    model = ScriptedModel(replies)
-    solver.model = model
     outcome = LessonExtractor(model, memory, solver).extract(challenge, original)
     assert outcome.status == "written", outcome
     lesson = memory.get(outcome.lesson_id or "")
     assert lesson is not None and lesson.verified and lesson.source == "selfplay"
     assert lesson.source_trajectory_id == original.trajectory.id
-    assert lesson.extra["verification"]["with_lesson"] == {"passed": True, "attempts": 1}
-    assert "### SKILL PLAYBOOK" in model.calls[1].messages[0]["content"]
-    assert model.calls[0].grammar == EXTRACTION_GRAMMAR  # constrains the embedded model
+    comparison = lesson.extra["verification"]
+    assert comparison["method"] == "paired-fresh-renderings" and comparison["k"] == 6
+    assert comparison["passes_with"] == 6 and comparison["passes_without"] == 0
+    assert comparison["test"] == "mcnemar-exact" and comparison["promote"] is True
+    assert all(seed >= VERIFY_SEED_BASE for seed in comparison["seeds"])  # fresh renderings
+    grammars = [call.grammar for call in model.calls if call.grammar]
+    assert grammars == [EXTRACTION_GRAMMAR]  # constrains the embedded model
 
 
 @needs_bwrap
-def test_extractor_rejects_lesson_that_does_not_help(store: Store) -> None:
+def test_extractor_rejects_lesson_that_does_not_help(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
     challenge = render(templates("sql")[0].name, "basic", 4)
     memory = SkillMemory(store, embedder=HashingEmbedder())
-    wrong = f"```python\n{challenge.wrong_solution}\n```"
-    solver = Solver(ScriptedModel([wrong] * 3), Sandbox(), playbook=memory)
-    original = solver.solve(challenge)
-    model = ScriptedModel([GOOD_LESSON.replace("data_analysis, ", "sql, "), wrong, wrong, wrong])
-    solver.model = model
+    model = scripted(rendered, GOOD_LESSON.replace("data_analysis, ", "sql, "), helps=False)
+    solver = Solver(model, Sandbox(), playbook=memory)
+    original = solver.solve(challenge, lessons=[])
     outcome = LessonExtractor(model, memory, solver).extract(challenge, original)
-    assert outcome.status == "rejected" and "did not improve" in outcome.reason
+    assert outcome.status == "rejected" and "did not promote" in outcome.reason
+    assert outcome.comparison is not None and outcome.comparison["passes_with"] == 0
     assert memory.count() == 0
 
 
 @needs_bwrap
 def test_dream_shows_lessons_and_updates_counters(store: Store) -> None:
-    memory = SkillMemory(store, embedder=HashingEmbedder())
+    memory = SkillMemory(store, embedder=default_embedder())  # production floor
     learned = memory.learn(
-        trigger="sum values per key from a csv file with the csv module",
+        trigger="total the amounts of each month or key from a transactions csv file",
         anti_pattern="manual split",
         correct_pattern="use csv.DictReader",
         domains=["data_analysis"],
         source="manual",
     )
     assert learned.status == "written"
-    solver = Solver(ScriptedModel(["```python\nprint(1)\n```"] * 3), Sandbox(), playbook=memory)
+    solver = Solver(
+        ScriptedModel(lambda _m: "```python\nprint(1)\n```"), Sandbox(), playbook=memory
+    )
     loop = DreamLoop(store, solver, FrontierTracker(store), rng=random.Random(0))
-    [cycle] = loop.run(1, cluster="data_analysis")
+    [cycle] = loop.run(1, cluster="data_analysis", tier="basic")
     assert cycle.lessons_shown == (learned.lesson_id,)
     [traj] = store.iter_trajectories()
     assert traj.extra["lessons_shown"] == [learned.lesson_id]
@@ -135,9 +174,9 @@ def test_dream_shows_lessons_and_updates_counters(store: Store) -> None:
     importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not importable"
 )
 def test_extraction_grammar_makes_the_embedded_model_parseable() -> None:
-    from nightschool.llm import EmbeddedModel
+    from nightschool.llm import EmbeddedConfig, EmbeddedModel
 
-    with EmbeddedModel() as model:
+    with EmbeddedModel(EmbeddedConfig(model="smollm2-135m")) as model:
         reply = model.complete(
             [{"role": "user", "content": "You failed a CSV task. Write one lesson."}],
             max_tokens=300,

@@ -1,19 +1,15 @@
-"""Turning failures into playbook lessons: the generalization guard and the reflection sink.
+"""The generalization guard and the small text helpers every lesson maker shares.
 
-Shared by the self-play lesson extractor (`nightschool.selfplay.lessons`) and
-the Reflector's sink, which closes the loop from a reflection to a lesson that
-future tasks retrieve (seed 002, "the composite sink is what closes the loop").
+Used by the self-play lesson extractor (`nightschool.learning.extraction`), the
+reflection sink (`nightschool.learning.sink`) and skills from successes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from nightschool.memory import DOMAINS, LearnResult, SkillMemory
-from nightschool.reflection import Reflection
-from nightschool.trajectory import Trajectory
+from nightschool.memory import DOMAINS
 
 GENERALIZATION_MIN_NGRAM = 6
 """A lesson sharing a run of this many tokens with its challenge is overfit (PRIOR-ART)."""
@@ -106,34 +102,3 @@ def task_summary(request: str, max_words: int = 30) -> str:
     first = re.split(r"(?<=[.!?])\s|\n", text, maxsplit=1)[0] if text else ""
     words = first.split()
     return " ".join(words[:max_words])
-
-
-@dataclass
-class PlaybookSink:
-    """Reflection sink: writes the reflection of a failed trajectory as a lesson.
-
-    Trigger is the failed task's first sentence (what a similar future request
-    looks like), anti-pattern the diagnosis, correct pattern the revised plan.
-    Provenance is the *source* trajectory's id, so retracting that trajectory
-    removes the lesson (seed 002: one id per source of failure).
-    """
-
-    memory: SkillMemory
-
-    def __call__(self, reflection: Reflection, source: Trajectory) -> LearnResult:
-        """Learn from `reflection` of `source`; returns the playbook's verdict."""
-        trigger = task_summary(source.user_request) or "a similar task"
-        plan = " ".join(
-            f"{i}. {step.strip().rstrip('.')}." for i, step in enumerate(reflection.revised_plan, 1)
-        )
-        return self.memory.learn(
-            trigger=trigger,
-            anti_pattern=reflection.diagnosis,
-            correct_pattern=plan,
-            domains=guess_domains(source.user_request, source.cluster),
-            source="reflection",
-            confidence=REFLECTION_CONFIDENCE,
-            source_trajectory_id=source.id,
-            challenge_hash=str(source.extra.get("challenge_hash", "")),
-            extra={"reflection_trajectory_id": reflection.reflection_trajectory_id},
-        )

@@ -1,12 +1,12 @@
 """Lessons of the labelled set restated in other words: near-duplicates `learn` should merge.
 
-Same block format as `_evalset` (domains and queries left empty); `key` names the
-lesson of `_evalset.LESSONS` that each one restates.
+Same block format as `retrieval_evalset` (domains and queries left empty); `key` names the
+lesson of `retrieval_evalset.LESSONS` that each one restates.
 """
 
 from __future__ import annotations
 
-from nightschool.memory._evalset import LabelledLesson, parse_block
+from .retrieval_evalset import LabelledLesson, parse_block
 
 _REWORDED = r"""
 da-group-sum |

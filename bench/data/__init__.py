@@ -1,0 +1,1 @@
+"""Labelled data for the benchmarks and tests (not shipped in the package)."""

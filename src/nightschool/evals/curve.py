@@ -1,0 +1,537 @@
+"""The learning curve: held-out pass@1 before dreaming and at checkpoints while dreaming.
+
+Two held-out sets, built before any practice and disjoint by construction and
+by check:
+
+- **(a) new seeds**: fresh renderings (seeds from `HELDOUT_SEED_BASE` up, which
+  neither the dream nor verification ever renders) of the templates the dream
+  practises, every cluster × tier asked for;
+- **(b) unseen templates**: leave-some-out per cluster — one template of every
+  cluster is never practised (the dream excludes it) and is rendered here at
+  every tier asked for.
+
+Each item is solved once (pass@1: one attempt, the solver's seeded sampling),
+recorded as an `eval` trajectory (never reflected on, never a lesson or skill).
+Arms on the same items: `none` (empty memory), `lessons`, `skills`, `both`
+(what `recall` shows the solver for that arm). The start is the `none` arm
+before any dreaming; each checkpoint's `both` arm is paired with it item by
+item through the promotion gate (exact McNemar on pass/fail pairs), per set.
+The ablation adds `lessons` and `skills` arms (and pairs each with the start);
+`none` is not re-measured because it does not depend on what was learned.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nightschool.challenges import CLUSTERS, Challenge, render, templates
+from nightschool.errors import InfrastructureError, UserError
+from nightschool.evals._model import pass_at_1
+from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.learning.skills import recall
+from nightschool.memory import SkillMemory
+from nightschool.selfplay.dream import DREAM_SEED_LIMIT, CycleResult, DreamLoop
+from nightschool.selfplay.solver import Solver
+from nightschool.store import Store
+
+HELDOUT_SEED_BASE = 1_000_000_000
+"""Held-out renderings use seeds from here up (the dream renders below 1,000,000;
+verification from 500,000,000 to 600,000,000)."""
+
+Arm = Literal["none", "lessons", "skills", "both"]
+ARMS: tuple[Arm, ...] = ("none", "lessons", "skills", "both")
+"""Ablation arms: what `recall` may show the solver."""
+
+
+@dataclass(frozen=True)
+class HeldOutItem:
+    """One held-out task.
+
+    Attributes:
+        set_name: `a` (new seeds of practised templates) or `b` (unseen templates).
+        challenge: the rendered challenge.
+    """
+
+    set_name: str
+    challenge: Challenge
+
+    @property
+    def task_id(self) -> str:
+        """`<set>:<template>:<tier>:<seed>`, unique within a curve."""
+        c = self.challenge
+        return f"{self.set_name}:{c.template}:{c.tier}:{c.seed}"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The two held-out sets and the templates the dream must not practise."""
+
+    set_a: tuple[HeldOutItem, ...]
+    set_b: tuple[HeldOutItem, ...]
+    unseen_templates: frozenset[str]
+
+    @property
+    def items(self) -> tuple[HeldOutItem, ...]:
+        """Set (a) then set (b)."""
+        return self.set_a + self.set_b
+
+
+def build_heldout(tiers: Sequence[str], per_cell: int, seed: int = 0) -> HeldOut:
+    """Build held-out sets (a) and (b) for `tiers`, `per_cell` items per cluster × tier.
+
+    One template per cluster (drawn with `seed`) is held out for set (b); set (a)
+    cycles through the cluster's other templates. Seeds are `HELDOUT_SEED_BASE`
+    and up.
+
+    Raises:
+        UserError: `per_cell` < 1, no tiers, or a disjointness check failed.
+    """
+    if per_cell < 1 or not tiers:
+        raise UserError("a held-out set needs at least one tier and --per-cell >= 1")
+    rng = random.Random(f"heldout:{seed}")
+    unseen: set[str] = set()
+    set_a: list[HeldOutItem] = []
+    set_b: list[HeldOutItem] = []
+    counter = HELDOUT_SEED_BASE + seed * 100_000
+    for cluster in CLUSTERS:
+        names = [t.name for t in templates(cluster)]
+        held = rng.choice(names)
+        unseen.add(held)
+        practised = [n for n in names if n != held]
+        for tier in tiers:
+            for index in range(per_cell):
+                counter += 1
+                name = practised[index % len(practised)]
+                set_a.append(HeldOutItem("a", render(name, tier, counter)))
+                counter += 1
+                set_b.append(HeldOutItem("b", render(held, tier, counter)))
+    heldout = HeldOut(tuple(set_a), tuple(set_b), frozenset(unseen))
+    check_disjoint(heldout)
+    return heldout
+
+
+def check_disjoint(heldout: HeldOut, practised_hashes: Sequence[str] = ()) -> None:
+    """Raise unless (a) and (b) share no challenge and nothing practised is held out.
+
+    Checks (explicit `if`s, so they also hold under `python -O`): no challenge
+    hash in both sets; no (b) template among (a)'s templates; every held-out
+    seed at or above `HELDOUT_SEED_BASE`; no held-out hash in `practised_hashes`.
+
+    Raises:
+        UserError: naming the first violation.
+    """
+    a_hashes = {item.challenge.challenge_hash for item in heldout.set_a}
+    b_hashes = {item.challenge.challenge_hash for item in heldout.set_b}
+    if a_hashes & b_hashes:
+        raise UserError("held-out sets (a) and (b) share a challenge")
+    if {item.challenge.template for item in heldout.set_a} & heldout.unseen_templates:
+        raise UserError("set (a) contains a template held out for set (b)")
+    if any(item.challenge.seed < HELDOUT_SEED_BASE for item in heldout.items):
+        raise UserError("a held-out seed lies in the range the dream renders")
+    leaked = (a_hashes | b_hashes) & set(practised_hashes)
+    if leaked:
+        raise UserError(f"{len(leaked)} held-out challenge(s) were practised: {sorted(leaked)[:3]}")
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One held-out item solved in one arm."""
+
+    task_id: str
+    set_name: str
+    cluster: str
+    tier: str
+    passed: bool
+    tokens: int
+    trajectory_id: str
+    shown: int
+
+
+@dataclass
+class Measurement:
+    """One arm measured on both sets at one checkpoint."""
+
+    checkpoint: int
+    dream_s: float
+    cycles: int
+    arm: Arm
+    results: list[ItemResult] = field(default_factory=list)
+
+    def pass_rate(self, set_name: str) -> tuple[int, int]:
+        """(passed, n) on one set."""
+        mine = [r for r in self.results if r.set_name == set_name]
+        return sum(r.passed for r in mine), len(mine)
+
+
+def measure(
+    solver: Solver,
+    store: Store,
+    memory: SkillMemory | None,
+    heldout: HeldOut,
+    arm: Arm,
+    *,
+    checkpoint: int,
+    dream_s: float,
+    cycles: int,
+    session_id: str,
+    on_item: Callable[[int, int, ItemResult], None] | None = None,
+) -> Measurement:
+    """Solve every held-out item once with what `arm` allows `recall` to show.
+
+    Args:
+        solver: a single-attempt solver (pass@1); its playbook is ignored.
+        store: eval trajectories are appended here (`task_kind="eval"`).
+        memory: the playbook to recall from (None: nothing is shown).
+        heldout: the sets.
+        arm: `none`, `lessons`, `skills` or `both`.
+        checkpoint: 0 for the start, then 1, 2, ...
+        dream_s: dream seconds so far.
+        cycles: dream cycles so far.
+        session_id: recorded on the trajectories.
+        on_item: progress callback (index from 1, total, result).
+
+    Raises:
+        InfrastructureError: the model or sandbox failed (the curve stops; an
+            outage is never scored as a failed item).
+    """
+    lessons_k = 3 if arm in ("lessons", "both") else 0
+    skills_k = 2 if arm in ("skills", "both") else 0
+    out = Measurement(checkpoint, dream_s, cycles, arm)
+    items = heldout.items
+    for index, item in enumerate(items, start=1):
+        challenge = item.challenge
+        shown = recall(
+            memory if arm != "none" else None,
+            challenge,
+            lessons_k=lessons_k,
+            skills_k=skills_k,
+            exclude_templates=heldout.unseen_templates,
+        )
+        result = solver.solve(
+            challenge,
+            session_id=session_id,
+            lessons=shown.lessons,
+            skills=shown.skill_sections,
+            skill_ids=shown.skill_ids,
+        )
+        if result.infrastructure_error is not None:
+            raise result.infrastructure_error
+        trajectory = result.trajectory.model_copy(
+            update={
+                "task_kind": "eval",
+                "extra": {
+                    **result.trajectory.extra,
+                    "learning_curve": {"checkpoint": checkpoint, "arm": arm, "set": item.set_name},
+                },
+            }
+        )
+        stored = store.append_trajectory(trajectory)
+        row = ItemResult(
+            task_id=item.task_id,
+            set_name=item.set_name,
+            cluster=challenge.cluster,
+            tier=challenge.tier,
+            passed=result.passed,
+            tokens=trajectory.tokens_in + trajectory.tokens_out,
+            trajectory_id=stored.id,
+            shown=len(shown.lessons) + len(shown.skills),
+        )
+        out.results.append(row)
+        if on_item is not None:
+            on_item(index, len(items), row)
+    return out
+
+
+def paired_verdict(start: Measurement, later: Measurement, set_name: str) -> Verdict:
+    """Gate `later` against `start` item by item on one set (superiority, alpha 5%)."""
+    before = {r.task_id: r for r in start.results if r.set_name == set_name}
+    pairs = [
+        PairedResult(
+            task_id=r.task_id,
+            incumbent_score=float(before[r.task_id].passed),
+            candidate_score=float(r.passed),
+            incumbent_cost=before[r.task_id].tokens,
+            candidate_cost=r.tokens,
+        )
+        for r in later.results
+        if r.set_name == set_name and r.task_id in before
+    ]
+    return promotion_gate(pairs, GateConfig())
+
+
+@dataclass
+class Curve:
+    """Everything a learning-curve run measured."""
+
+    heldout: HeldOut
+    measurements: list[Measurement] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    cycles: list[CycleResult] = field(default_factory=list)
+
+    @property
+    def start(self) -> Measurement:
+        """The `none` arm before any dreaming."""
+        return self.measurements[0]
+
+    def add(self, measurement: Measurement) -> None:
+        """Append a measurement and, past the start, its verdicts against the start."""
+        self.measurements.append(measurement)
+        if len(self.measurements) == 1:
+            return
+        for set_name in ("a", "b"):
+            verdict = paired_verdict(self.start, measurement, set_name)
+            self.verdicts.append(
+                {
+                    "checkpoint": measurement.checkpoint,
+                    "dream_s": round(measurement.dream_s, 1),
+                    "arm": measurement.arm,
+                    "set": set_name,
+                    "promote": verdict.promote,
+                    "test": verdict.test,
+                    "n": verdict.n,
+                    "lift": round(verdict.lift, 4),
+                    "p_value": verdict.p_value,
+                    "summary": verdict.summary(),
+                }
+            )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One CSV row per measurement × set: pass@1 with its Wilson 95% interval."""
+        rows = []
+        for m in self.measurements:
+            for set_name in ("a", "b"):
+                passed, n = m.pass_rate(set_name)
+                rate = pass_at_1(passed, n)
+                rows.append(
+                    {
+                        "checkpoint": m.checkpoint,
+                        "dream_minutes": round(m.dream_s / 60, 2),
+                        "cycles": m.cycles,
+                        "arm": m.arm,
+                        "set": set_name,
+                        "passed": passed,
+                        "n": n,
+                        "pass_at_1": round(rate.rate, 4),
+                        "ci_low": round(rate.low, 4),
+                        "ci_high": round(rate.high, 4),
+                    }
+                )
+        return rows
+
+    def write(self, out_dir: Path) -> dict[str, Path]:
+        """Write `curve.csv`, `verdicts.json`, `items.csv` and `curve.png` into `out_dir`.
+
+        Returns:
+            Name → path of each file written (no PNG when matplotlib is missing).
+        """
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written: dict[str, Path] = {}
+        rows = self.rows()
+        path = out_dir / "curve.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        written["csv"] = path
+        items = out_dir / "items.csv"
+        with items.open("w", newline="", encoding="utf-8") as handle:
+            fields = ["checkpoint", "arm", "task_id", "set", "cluster", "tier", "passed", "tokens"]
+            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer.writeheader()
+            for m in self.measurements:
+                for r in m.results:
+                    writer.writerow(
+                        {
+                            "checkpoint": m.checkpoint,
+                            "arm": m.arm,
+                            "task_id": r.task_id,
+                            "set": r.set_name,
+                            "cluster": r.cluster,
+                            "tier": r.tier,
+                            "passed": int(r.passed),
+                            "tokens": r.tokens,
+                        }
+                    )
+        written["items"] = items
+        verdicts = out_dir / "verdicts.json"
+        verdicts.write_text(json.dumps(self.verdicts, indent=2) + "\n", encoding="utf-8")
+        written["verdicts"] = verdicts
+        png = plot(rows, out_dir / "curve.png")
+        if png is not None:
+            written["png"] = png
+        return written
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """Plot pass@1 (Wilson 95% bars) against dream minutes, one line per set and arm.
+
+    Returns:
+        `path`, or None when matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    styles = {"a": "-", "b": "--"}
+    labels = {"a": "(a) new seeds", "b": "(b) unseen templates"}
+    for set_name in ("a", "b"):
+        for arm in ARMS:
+            mine = [
+                r
+                for r in rows
+                if r["set"] == set_name and (r["arm"] == arm or r["checkpoint"] == 0)
+            ]
+            mine = [r for r in mine if r["arm"] == arm or (r["checkpoint"] == 0 and arm == "both")]
+            if arm == "none" or len(mine) < 1:
+                continue
+            xs = [r["dream_minutes"] for r in mine]
+            ys = [r["pass_at_1"] for r in mine]
+            err = [
+                [r["pass_at_1"] - r["ci_low"] for r in mine],
+                [r["ci_high"] - r["pass_at_1"] for r in mine],
+            ]
+            marker = {"both": "o", "lessons": "s", "skills": "^"}[arm]
+            ax.errorbar(
+                xs, ys, yerr=err, linestyle=styles[set_name] if arm == "both" else "none",
+                marker=marker, capsize=3, label=f"{labels[set_name]} · {arm}",
+            )  # fmt: skip
+    ax.set_xlabel("dream time (minutes)")
+    ax.set_ylabel("held-out pass@1")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title("nightschool learning curve")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def practised_hashes(store: Store) -> list[str]:
+    """Challenge hashes of every self-play or verification trajectory in `store`."""
+    rows = store.query(
+        "SELECT DISTINCT json_extract(record, '$.extra.challenge_hash') FROM trajectories "
+        "WHERE task_kind IN ('selfplay', 'verification')",
+        [],
+    )
+    return [str(row[0]) for row in rows if row[0]]
+
+
+def run_curve(
+    *,
+    store: Store,
+    memory: SkillMemory,
+    loop: DreamLoop,
+    eval_solver: Solver,
+    heldout: HeldOut,
+    checkpoints: int,
+    cycles_per_checkpoint: int | None,
+    minutes_per_checkpoint: float | None,
+    ablation: Literal["none", "final", "all"] = "final",
+    session_id: str = "curve",
+    on_measure: Callable[[str], None] | None = None,
+    on_item: Callable[[int, int, ItemResult], None] | None = None,
+    on_cycle: Callable[[int, CycleResult], None] | None = None,
+) -> Curve:
+    """Measure, dream, measure again at each checkpoint.
+
+    Args:
+        store: the (fresh) database of this run.
+        memory: the playbook the dream fills and the arms recall from.
+        loop: the dream loop; it must exclude `heldout.unseen_templates`.
+        eval_solver: a single-attempt solver for the held-out items.
+        heldout: from `build_heldout`.
+        checkpoints: how many dream chunks (and measurements after the start).
+        cycles_per_checkpoint: dream cycles per chunk; or
+        minutes_per_checkpoint: dream minutes per chunk (whole cycles).
+        ablation: measure `lessons` and `skills` arms at the last checkpoint
+            (`final`), at every checkpoint (`all`) or never (`none`).
+        session_id: recorded on eval trajectories.
+        on_measure: called with a line when a phase starts.
+        on_item: called after each held-out item (index from 1, total, result).
+        on_cycle: called after each dream cycle (index from 0, result).
+
+    Returns:
+        The `Curve` (call `write` to save it).
+
+    Raises:
+        UserError: bad arguments, or a held-out challenge was practised.
+        InfrastructureError: the model or sandbox failed.
+    """
+    if not loop.exclude_templates >= heldout.unseen_templates:
+        raise UserError("the dream loop must exclude every template of held-out set (b)")
+    if (cycles_per_checkpoint is None) == (minutes_per_checkpoint is None):
+        raise UserError("give exactly one of cycles or minutes per checkpoint")
+    notify = on_measure or (lambda _msg: None)
+    curve = Curve(heldout)
+    notify("checkpoint 0: measuring the start (nothing learned)")
+    curve.add(
+        measure(
+            eval_solver, store, None, heldout, "none",
+            checkpoint=0, dream_s=0.0, cycles=0, session_id=session_id, on_item=on_item,
+        )
+    )  # fmt: skip
+    dream_s = 0.0
+    for checkpoint in range(1, checkpoints + 1):
+        notify(f"checkpoint {checkpoint}: dreaming")
+        started = time.perf_counter()
+        done = 0
+        while True:
+            if cycles_per_checkpoint is not None and done >= cycles_per_checkpoint:
+                break
+            elapsed = time.perf_counter() - started
+            if minutes_per_checkpoint is not None and elapsed >= minutes_per_checkpoint * 60:
+                break
+            try:
+                cycle = loop.run_cycle()
+            except InfrastructureError:
+                raise
+            curve.cycles.append(cycle)
+            done += 1
+            if on_cycle is not None:
+                on_cycle(len(curve.cycles) - 1, cycle)
+        dream_s += time.perf_counter() - started
+        check_disjoint(heldout, practised_hashes(store))
+        arms: list[Arm] = ["both"]
+        if ablation == "all" or (ablation == "final" and checkpoint == checkpoints):
+            arms += ["lessons", "skills"]
+        for arm in arms:
+            notify(f"checkpoint {checkpoint}: measuring arm {arm}")
+            curve.add(
+                measure(
+                    eval_solver, store, memory, heldout, arm,
+                    checkpoint=checkpoint, dream_s=dream_s, cycles=len(curve.cycles),
+                    session_id=session_id, on_item=on_item,
+                )
+            )  # fmt: skip
+    return curve
+
+
+__all__ = [
+    "ARMS",
+    "DREAM_SEED_LIMIT",
+    "HELDOUT_SEED_BASE",
+    "Curve",
+    "HeldOut",
+    "HeldOutItem",
+    "ItemResult",
+    "Measurement",
+    "build_heldout",
+    "check_disjoint",
+    "measure",
+    "paired_verdict",
+    "plot",
+    "practised_hashes",
+    "run_curve",
+]

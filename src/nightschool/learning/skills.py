@@ -1,0 +1,203 @@
+"""Skills from successes, and what a solver is shown before it starts.
+
+A passing self-play solution becomes a **skill**: the task's first sentence
+plus the verified code, with provenance (the passing trajectory's id), the
+challenge hash, template and tier (seed 002 `skills_auto`; Voyager's skill
+library, Wang et al. 2023; Agent Workflow Memory, Wang et al. 2024: verified
+code retrieved by description helps small models more than prose advice).
+
+`recall` is the one place that decides what a solver sees for a challenge:
+lessons under `### SKILL PLAYBOOK` and skills under `### WORKED EXAMPLES`,
+each behind the playbook's relevance floor and within a token budget, never a
+skill made from the very challenge at hand, never anything from a held-out
+template. The dream loop, controlled verification and the learning curve all
+call it, so what is measured is what is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from nightschool.challenges import Challenge
+from nightschool.learning.guard import task_summary
+from nightschool.memory import (
+    PLAYBOOK_TOKEN_BUDGET,
+    LearnResult,
+    RetrievedLesson,
+    SkillMemory,
+    fit_to_budget,
+    format_worked_examples,
+)
+
+SKILL_CONFIDENCE = 0.5
+"""Starting confidence of a skill: its code passed the validator once, unverified."""
+
+SKILL_SUMMARY_WORDS = 40
+"""Words of the task's first sentence kept as the skill's summary."""
+
+WORKED_EXAMPLES_TOKENS = 700
+"""Token budget of the `### WORKED EXAMPLES` section (about two starter-sized
+solutions; estimated as characters / 4 by `format_worked_examples`)."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a solver is shown for one challenge.
+
+    Attributes:
+        lessons: retrieved lessons, best first (shown under `### SKILL PLAYBOOK`).
+        skills: retrieved skills, best first (shown under `### WORKED EXAMPLES`).
+        skill_sections: the rendered `### WORKED EXAMPLES` section as a
+            one-element list, or [] when no skill fits.
+    """
+
+    lessons: list[RetrievedLesson] = field(default_factory=list)
+    skills: list[RetrievedLesson] = field(default_factory=list)
+    skill_sections: list[str] = field(default_factory=list)
+
+    @property
+    def skill_ids(self) -> list[str]:
+        """Ids of the skills shown."""
+        return [item.lesson.id for item in self.skills]
+
+
+def recall(
+    memory: SkillMemory | None,
+    challenge: Challenge,
+    *,
+    lessons_k: int = 3,
+    skills_k: int = 2,
+    exclude_templates: Collection[str] = (),
+    token_budget: int = WORKED_EXAMPLES_TOKENS,
+) -> Recall:
+    """Retrieve the lessons and skills a solver sees for `challenge`.
+
+    Args:
+        memory: the playbook; None (or both k's 0) shows nothing.
+        challenge: the task at hand; skills made from it (same `challenge_hash`)
+            or from a rendering with the very same task text (`prompt_sha`) are
+            never shown: never an exact copy of the task at hand.
+        lessons_k: lessons at most (0: none).
+        skills_k: skills at most (0: none).
+        exclude_templates: templates whose skills must never be shown (a
+            held-out set's templates).
+        token_budget: budget of the worked-examples section, tokens.
+
+    Returns:
+        The `Recall`; an unrelated challenge gets nothing (the playbook's
+        relevance floor).
+    """
+    if memory is None:
+        return Recall()
+    lessons = (
+        memory.retrieve(challenge.prompt, k=lessons_k, cluster=challenge.cluster)
+        if lessons_k > 0
+        else []
+    )
+    skills: list[RetrievedLesson] = []
+    if skills_k > 0:
+        own = prompt_sha(challenge.prompt)
+        found = memory.retrieve(
+            challenge.prompt,
+            k=skills_k + SAME_PROMPT_SLACK,
+            cluster=challenge.cluster,
+            kind="skill",
+            exclude_challenge_hashes=(challenge.challenge_hash,),
+            exclude_templates=tuple(exclude_templates),
+        )
+        # a skill made from the very same task text is an exact copy of the task at hand
+        skills = [item for item in found if item.lesson.extra.get("prompt_sha") != own]
+        skills = skills[:skills_k]
+    # record only what the prompt will show: the sections drop what does not fit
+    lessons = fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET, kind="lesson")
+    shown = fit_to_budget(skills, token_budget, kind="skill")
+    section = format_worked_examples(shown, token_budget=None) if shown else ""
+    return Recall(lessons, shown, [section] if section else [])
+
+
+SAME_PROMPT_SLACK = 3
+"""Extra skills retrieved so that dropping same-task skills still leaves `skills_k`."""
+
+
+def prompt_sha(prompt: str) -> str:
+    """First 16 hex digits of sha256 over the whitespace-normalised task text.
+
+    Two renderings with the same text are the same task as the solver sees it,
+    whatever their hidden tests: a skill made from one is never shown for the other.
+    """
+    return hashlib.sha256(" ".join(prompt.split()).encode("utf-8")).hexdigest()[:16]
+
+
+_SIGNATURE = re.compile(r"^\s*def\s+\w+\s*\(.*$", re.MULTILINE)
+
+
+def skill_summary(challenge: Challenge) -> str:
+    """The skill's description (at most 40 words of prose, plus a signature).
+
+    A function-sized task (a `def` line in the prompt, as in the `starter`
+    tier) is described by its signature and the first sentence of its
+    docstring; any other task by the prompt's first sentence.
+    """
+    prompt = challenge.prompt
+    signature = _SIGNATURE.search(prompt)
+    if signature is not None:
+        rest = prompt[signature.end() :].strip().lstrip('"').lstrip("'").strip()
+        doc = task_summary(rest, max_words=SKILL_SUMMARY_WORDS)
+        return f"{signature.group(0).strip()} {doc}".strip()
+    return task_summary(prompt, max_words=SKILL_SUMMARY_WORDS) or challenge.template
+
+
+def learn_skill(
+    memory: SkillMemory,
+    challenge: Challenge,
+    code: str,
+    *,
+    source_trajectory_id: str,
+) -> LearnResult:
+    """Store the passing `code` for `challenge` as an (unverified) skill.
+
+    Args:
+        memory: the playbook.
+        challenge: the challenge the code passed.
+        code: the solution file's text that the validator accepted.
+        source_trajectory_id: the passing trajectory (provenance; retracting
+            it archives the skill).
+
+    Returns:
+        The playbook's verdict: `written`, `reinforced` (the same code or a
+        near-duplicate skill of the same template was already there) or
+        `rejected`.
+    """
+    return memory.learn_skill(
+        summary=skill_summary(challenge),
+        code=code,
+        domains=[challenge.cluster],
+        source_trajectory_id=source_trajectory_id,
+        challenge_hash=challenge.challenge_hash,
+        template=challenge.template,
+        tier=challenge.tier,
+        confidence=SKILL_CONFIDENCE,
+        extra={
+            "solution_file": challenge.solution_file,
+            "seed": challenge.seed,
+            "prompt_sha": prompt_sha(challenge.prompt),
+        },
+    )
+
+
+def passing_code(calls: Sequence[object]) -> str | None:
+    """The code of the last `run_solution` call that passed, or None.
+
+    Args:
+        calls: a trajectory's `tool_calls` (`ToolCall` records).
+    """
+    for call in reversed(list(calls)):
+        name = getattr(call, "name", "")
+        result = getattr(call, "result", None)
+        arguments = getattr(call, "arguments", {}) or {}
+        if name == "run_solution" and result == "passed" and arguments.get("code"):
+            return str(arguments["code"])
+    return None
