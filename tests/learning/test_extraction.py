@@ -6,9 +6,9 @@ import shutil
 from collections.abc import Sequence
 
 import pytest
+from tests.learning._scripted import asked
 
 from nightschool.challenges import Challenge, render, templates
-from nightschool.challenges._templates._kit import TemplateBase
 from nightschool.learning.extraction import EXTRACTION_GRAMMAR, LessonExtractor, parse_lesson
 from nightschool.learning.guard import (
     generalization_problem,
@@ -74,29 +74,14 @@ def test_guess_domains_and_summary() -> None:
     assert task_summary("Merge two JSON files.\nInput: base.json") == "Merge two JSON files."
 
 
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Challenge]:
-    """Every challenge rendered in the test, by prompt (what the scripted model sees)."""
-    seen: dict[str, Challenge] = {}
-    original = TemplateBase.render
-
-    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
-        challenge = original(self, tier, seed)
-        seen[challenge.prompt] = challenge
-        return challenge
-
-    monkeypatch.setattr(TemplateBase, "render", spy)
-    return seen
-
-
 def scripted(seen: dict[str, Challenge], lesson: str, *, helps: bool) -> ScriptedModel:
     """Writes `lesson` when asked for one; solves a challenge iff `helps` and a lesson is shown."""
 
     def reply(messages: Sequence[Message]) -> str:
         if "TRIGGER:" in messages[-1]["content"]:
             return lesson
-        prompt = next(m["content"] for m in messages if m["role"] == "user")
-        challenge = next(c for p, c in seen.items() if p in prompt)
+        challenge = asked(seen, messages)
+        assert challenge is not None
         good = helps and "### SKILL PLAYBOOK" in messages[0]["content"]
         code = challenge.reference_solution if good else challenge.wrong_solution
         return f"```python\n{code}\n```"

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from tests.learning._scripted import asked
 
 from nightschool.challenges import Challenge, render, templates
-from nightschool.challenges._templates._kit import TemplateBase
 from nightschool.errors import UserError
 from nightschool.evals.curve import (
     HELDOUT_SEED_BASE,
@@ -40,28 +40,12 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 TEMPLATE = "python_general.tag_index"
 
 
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Challenge]]:
-    """Every challenge rendered in the test, by prompt (what the scripted model sees)."""
-    seen: dict[str, Challenge] = {}
-    original = TemplateBase.render
-
-    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
-        challenge = original(self, tier, seed)
-        seen[challenge.prompt] = challenge
-        return challenge
-
-    monkeypatch.setattr(TemplateBase, "render", spy)
-    yield seen
-
-
 def learner(seen: dict[str, Challenge], *, solves_dream: bool = True) -> ScriptedModel:
     """Passes a challenge when shown a worked example of its own template (or a dream seed)."""
 
     def reply(messages: Sequence[Message]) -> str:
         system = messages[0]["content"]
-        prompt = next(m["content"] for m in messages if m["role"] == "user")
-        challenge = next((c for p, c in seen.items() if p in prompt), None)
+        challenge = asked(seen, messages)
         if challenge is None:
             return "```python\nprint('no idea')\n```"
         # a starter reference solution does not depend on the seed's data: a worked

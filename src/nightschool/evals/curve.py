@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
-from nightschool.errors import InfrastructureError, UserError
+from nightschool.errors import UserError
 from nightschool.evals._model import pass_at_1
 from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.learning.skills import recall
@@ -493,10 +493,7 @@ def run_curve(
             elapsed = time.perf_counter() - started
             if minutes_per_checkpoint is not None and elapsed >= minutes_per_checkpoint * 60:
                 break
-            try:
-                cycle = loop.run_cycle()
-            except InfrastructureError:
-                raise
+            cycle = loop.run_cycle()  # an InfrastructureError stops the curve
             curve.cycles.append(cycle)
             done += 1
             if on_cycle is not None:

@@ -31,6 +31,7 @@ from nightschool.memory import (
     fit_to_budget,
     format_worked_examples,
 )
+from nightschool.trajectory import ToolCall
 
 SKILL_CONFIDENCE = 0.5
 """Starting confidence of a skill: its code passed the validator once, unverified."""
@@ -188,16 +189,14 @@ def learn_skill(
     )
 
 
-def passing_code(calls: Sequence[object]) -> str | None:
+def passing_code(calls: Sequence[ToolCall]) -> str | None:
     """The code of the last `run_solution` call that passed, or None.
 
     Args:
-        calls: a trajectory's `tool_calls` (`ToolCall` records).
+        calls: a trajectory's `tool_calls`.
     """
-    for call in reversed(list(calls)):
-        name = getattr(call, "name", "")
-        result = getattr(call, "result", None)
-        arguments = getattr(call, "arguments", {}) or {}
-        if name == "run_solution" and result == "passed" and arguments.get("code"):
-            return str(arguments["code"])
+    for call in reversed(calls):
+        code = call.arguments.get("code")
+        if call.name == "run_solution" and call.result == "passed" and code:
+            return str(code)
     return None

@@ -220,8 +220,8 @@ class DreamLoop:
                 }
             }
         )
-        shown = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
-        shown += [i for i in shown_memory.skill_ids if i not in shown]
+        lesson_ids = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
+        shown = lesson_ids + shown_memory.skill_ids
         with self.store.transaction():
             stored = self.store.append_trajectory(trajectory)
             if result.infrastructure_error is None:
@@ -263,7 +263,7 @@ class DreamLoop:
             trajectory_id=stored.id,
             duration_s=time.perf_counter() - started,
             infrastructure_error=stored.infrastructure_error,
-            lessons_shown=tuple(i for i in shown if i not in shown_memory.skill_ids),
+            lessons_shown=tuple(lesson_ids),
             lesson=lesson,
             skills_shown=tuple(shown_memory.skill_ids),
             skill=skill,
