@@ -10,8 +10,8 @@ embedding included) and `record` (redact + append the trajectory + lesson
 exposure counters, one durable transaction with synchronous=FULL). Measured
 over many turns on a scripted model (model time ~0), p50 / p95 in ms; about
 10% of the turns are user corrections of the previous turn. Then the same
-pipeline with the embedded model (SmolLM2-135M on llama.cpp, real
-generation, max_tokens as given) for a few turns: the hooks as a fraction of
+pipeline with the embedded model (the default or NIGHTSCHOOL_MODEL; llama.cpp,
+real generation, max_tokens as given) for a few turns: the hooks as a fraction of
 that turn's own model time (`timings["model"]`). Target: hooks p95 <= 15 ms.
 
 (b) Throughput: 16 concurrent clients, each a multi-turn session, against

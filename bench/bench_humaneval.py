@@ -5,8 +5,9 @@ Usage:
         [--timeout 300] [--temperature 0] [--alpha 0.05]
 
 Both arms run the same tasks through the in-process `ChatPipeline` with the
-same model (the embedded SmolLM2-135M unless NIGHTSCHOOL_BASE_URL/MODEL point
-at a loopback server), temperature 0, no verifier, no reflection:
+same model (the embedded default, Qwen2.5-Coder-0.5B; NIGHTSCHOOL_MODEL names
+another, NIGHTSCHOOL_BASE_URL a loopback server), temperature 0, no verifier,
+no reflection:
     incumbent = without playbook (memory=None),
     candidate = with playbook (SkillMemory over the lessons below, k = 3).
 Per-task pass/fail is paired by task id and handed to

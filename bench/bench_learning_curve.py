@@ -41,7 +41,9 @@ def main() -> int:
     parser.add_argument("--ablation", choices=("final", "all", "none"), default="final")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=None, help="catalog name (default: the default model)")
-    parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--max-tokens", type=int, default=512, help="completion cap (512: the product default)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="keep the run's files here")
     args = parser.parse_args()
     if (args.minutes is None) == (args.cycles is None):

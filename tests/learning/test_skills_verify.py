@@ -104,6 +104,20 @@ def test_skill_shown_for_new_seed_never_for_own_challenge_or_unrelated(
     assert nothing.skills == [] and nothing.lessons == [] and nothing.skill_sections == []
 
 
+def test_skill_of_a_neighbouring_template_is_not_shown_even_above_the_floor(
+    memory: SkillMemory,
+) -> None:
+    # the first curve's case: a sql skill scored 0.52 for another sql template and hurt there
+    source = render("sql.customer_totals", "starter", 1)
+    learn_skill(memory, source, source.reference_solution, source_trajectory_id="T-1")
+    neighbour = render("sql.top_product", "starter", 2)
+    above_floor = recall(memory, neighbour, same_template=False)
+    assert [s.lesson.template for s in above_floor.skills] == ["sql.customer_totals"]
+    assert recall(memory, neighbour).skills == []  # default: its own template only
+    own = recall(memory, render("sql.customer_totals", "starter", 2))
+    assert [s.lesson.template for s in own.skills] == ["sql.customer_totals"]
+
+
 def test_same_solution_twice_is_one_skill(memory: SkillMemory) -> None:
     first = render(TEMPLATE, "starter", 1)
     second = render(TEMPLATE, "starter", 2)
@@ -125,11 +139,42 @@ def test_verifier_promotes_only_a_candidate_that_wins_its_pairs(
     assert record["passes_with"] == 6 and record["passes_without"] == 0 and record["k"] == 6
     assert all(seed >= VERIFY_SEED_BASE for seed in helps.seeds)
 
+    assert helps.curtailed == 0
+
     useless = verifier.compare(TEMPLATE, "starter")  # nothing shown: the control arm again
     assert not useless.helps and useless.record()["passes_with"] == 0
+    # two ties leave at most 4 candidate-only wins of 6: the gate could not promote, so
+    # the comparison stops there (curtailed) instead of solving 4 more renderings
+    assert len(useless.with_candidate) == 2 and useless.record()["curtailed"] == 4
     kinds = store.query("SELECT task_kind, COUNT(*) FROM trajectories GROUP BY task_kind")
-    # 6 control runs (cached, solved once) + 6 + 6 candidate runs, single attempt each
-    assert dict(kinds) == {"verification": 18}
+    # 6 control runs (cached, solved once) + 6 + 2 candidate runs, single attempt each
+    assert dict(kinds) == {"verification": 14}
+
+
+def test_verifier_skips_the_candidate_once_passing_controls_rule_out_promotion(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    def solve_all(messages: Sequence[Message]) -> str:
+        challenge = asked(rendered, messages)
+        assert challenge is not None
+        return f"```python\n{challenge.reference_solution}\n```"
+
+    solver = Solver(ScriptedModel(solve_all), Sandbox(), SolverConfig(max_attempts=1))
+    verifier = PairedVerifier(solver, store=store, k=6)
+    outcome = verifier.compare(TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(none)"])
+    # rendering 1: control passes, the candidate could still win the other five, so it
+    # runs (a tie); rendering 2: the control passes again, at most 4 wins remain: stop
+    assert not outcome.helps
+    assert list(outcome.without.values()) == [True, True] and len(outcome.with_candidate) == 1
+    assert outcome.curtailed == 5
+    record = outcome.record()
+    assert record["with"] == [1, None, None, None, None, None]  # unsolved is not a failure
+    assert record["without"] == [1, 1, None, None, None, None]
+    arms = store.query(
+        "SELECT json_extract(record, '$.extra.verification_arm'), COUNT(*) FROM trajectories "
+        "GROUP BY 1 ORDER BY 1"
+    )
+    assert [tuple(row) for row in arms] == [("candidate", 1), ("control", 2)]
 
 
 def test_dream_turns_a_pass_into_a_verified_skill_with_provenance(
@@ -212,8 +257,17 @@ def test_learning_curve_measures_gates_and_writes_files(
     written = curve.write(tmp_path / "out")
     assert written["csv"].read_text().startswith("checkpoint,")
     assert written["png"].stat().st_size > 5_000
+    # an item shown nothing is the start's solve (same prompt, same seeds): reused, not re-run
+    start_rows = {r.task_id: r for r in curve.start.results}
+    later = [r for m in curve.measurements[1:] for r in m.results]
+    reused = [r for r in later if r.reused]
+    assert reused and all(r.shown == 0 for r in reused)
+    assert all(r.trajectory_id == start_rows[r.task_id].trajectory_id for r in reused)
+    assert all(r.passed == start_rows[r.task_id].passed for r in reused)
+    assert all(r.reused for r in curve.measurements[2].results)  # no lessons were learned
+    assert not any(r.reused for r in later if r.shown)
     eval_kinds = store.query("SELECT COUNT(*) FROM trajectories WHERE task_kind = 'eval'", [])[0][0]
-    assert eval_kinds == 4 * len(heldout.items)
+    assert eval_kinds == len(heldout.items) + len(later) - len(reused)
     check_disjoint(heldout, practised_hashes(store))
     # skills only ever come from practice, never from a held-out (eval) trajectory
     for skill in memory.list(kind="skill"):

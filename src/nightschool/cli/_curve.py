@@ -142,7 +142,8 @@ def learning_curve(
 
             def on_item(index: int, total: int, row: Any) -> None:
                 mark = "✓" if row.passed else "✗"
-                err.print(f"  {index:>3}/{total} {mark} {row.task_id}", highlight=False)
+                note = " (nothing shown: the start's result)" if row.reused else ""
+                err.print(f"  {index:>3}/{total} {mark} {row.task_id}{note}", highlight=False)
 
             def on_cycle(index: int, cycle: Any) -> None:
                 mark = "✓" if cycle.passed else "✗"

@@ -18,11 +18,17 @@ before any dreaming; each checkpoint's `both` arm is paired with it item by
 item through the promotion gate (exact McNemar on pass/fail pairs), per set.
 The ablation adds `lessons` and `skills` arms (and pairs each with the start);
 `none` is not re-measured because it does not depend on what was learned.
+
+An item for which an arm's `recall` shows nothing gets the exact prompt of the
+start, and the solver seeds each call from the challenge hash, so its solve is
+the start's solve: the start's result is reused (marked `reused`) instead of
+spending another model call on it.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import random
 import time
@@ -152,6 +158,7 @@ class ItemResult:
     tokens: int
     trajectory_id: str
     shown: int
+    reused: bool = False
 
 
 @dataclass
@@ -182,6 +189,7 @@ def measure(
     cycles: int,
     session_id: str,
     on_item: Callable[[int, int, ItemResult], None] | None = None,
+    start: Measurement | None = None,
 ) -> Measurement:
     """Solve every held-out item once with what `arm` allows `recall` to show.
 
@@ -196,6 +204,9 @@ def measure(
         cycles: dream cycles so far.
         session_id: recorded on the trajectories.
         on_item: progress callback (index from 1, total, result).
+        start: the `none` measurement; an item for which `recall` shows nothing
+            takes its result from here (same prompt, same seeds) instead of
+            being solved again.
 
     Raises:
         InfrastructureError: the model or sandbox failed (the curve stops; an
@@ -205,6 +216,7 @@ def measure(
     skills_k = 2 if arm in ("skills", "both") else 0
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
+    before = {r.task_id: r for r in start.results} if start is not None else {}
     for index, item in enumerate(items, start=1):
         challenge = item.challenge
         shown = recall(
@@ -214,6 +226,12 @@ def measure(
             skills_k=skills_k,
             exclude_templates=heldout.unseen_templates,
         )
+        if not shown.lessons and not shown.skills and item.task_id in before:
+            row = dataclasses.replace(before[item.task_id], reused=True)
+            out.results.append(row)
+            if on_item is not None:
+                on_item(index, len(items), row)
+            continue
         result = solver.solve(
             challenge,
             session_id=session_id,
@@ -342,7 +360,10 @@ class Curve:
         written["csv"] = path
         items = out_dir / "items.csv"
         with items.open("w", newline="", encoding="utf-8") as handle:
-            fields = ["checkpoint", "arm", "task_id", "set", "cluster", "tier", "passed", "tokens"]
+            fields = [
+                "checkpoint", "arm", "task_id", "set", "cluster", "tier", "passed", "tokens",
+                "shown", "reused",
+            ]  # fmt: skip
             writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             for m in self.measurements:
@@ -357,6 +378,8 @@ class Curve:
                             "tier": r.tier,
                             "passed": int(r.passed),
                             "tokens": r.tokens,
+                            "shown": r.shown,
+                            "reused": int(r.reused),
                         }
                     )
         written["items"] = items
@@ -509,7 +532,7 @@ def run_curve(
                 measure(
                     eval_solver, store, memory, heldout, arm,
                     checkpoint=checkpoint, dream_s=dream_s, cycles=len(curve.cycles),
-                    session_id=session_id, on_item=on_item,
+                    session_id=session_id, on_item=on_item, start=curve.start,
                 )
             )  # fmt: skip
     return curve

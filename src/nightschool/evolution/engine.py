@@ -429,15 +429,21 @@ class Evolution:
         gate = GateConfig(
             mode=self.config.gate_mode, alpha=self.config.gate_alpha, seed=self.config.seed
         )
-        sequential = SequentialGate(gate) if self.config.holdout_gate == "sequential" else None
+        sequential = (
+            SequentialGate(gate.model_copy(update={"max_pairs": len(holdout)}))
+            if self.config.holdout_gate == "sequential"
+            else None
+        )
         if sequential is not None:  # task by task; stop once the e-process promotes
             theirs: list[TaskResult] = []
             ours: list[TaskResult] = []
             for task in holdout:
                 theirs += self.play(baseline.source, [task])
                 ours += self.play(champion.source, [task])
-                if sequential.update(_pair(theirs[-1], ours[-1])) is not None:
-                    self.notify(f"sequential gate promoted after {len(ours)} of {len(holdout)}")
+                decided = sequential.update(_pair(theirs[-1], ours[-1]))
+                if decided is not None:  # promoted, or (with max_pairs) stopped for futility
+                    outcome = "promoted" if decided.promote else "stopped"
+                    self.notify(f"sequential gate {outcome} after {len(ours)} of {len(holdout)}")
                     break
         else:
             theirs = self.play(baseline.source, holdout)

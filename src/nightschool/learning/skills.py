@@ -73,6 +73,7 @@ def recall(
     skills_k: int = 2,
     exclude_templates: Collection[str] = (),
     token_budget: int = WORKED_EXAMPLES_TOKENS,
+    same_template: bool = True,
 ) -> Recall:
     """Retrieve the lessons and skills a solver sees for `challenge`.
 
@@ -86,6 +87,15 @@ def recall(
         exclude_templates: templates whose skills must never be shown (a
             held-out set's templates).
         token_budget: budget of the worked-examples section, tokens.
+        same_template: show only skills made from renderings of the challenge's
+            own template. A skill's verification (the gate on fresh renderings
+            of its template) is evidence about that template alone, and a
+            worked example of a neighbouring task misleads a small model: in
+            the first learning curve (Qwen2.5-Coder-0.5B) the one skill learned,
+            `sql.customer_totals`, passed the relevance floor (scores 0.52-0.53)
+            for both items of the unseen `sql.top_product` and turned both
+            passes into failures, while on its own template (score 0.79) it
+            turned a failure into a pass.
 
     Returns:
         The `Recall`; an unrelated challenge gets nothing (the playbook's
@@ -111,6 +121,8 @@ def recall(
         )
         # a skill made from the very same task text is an exact copy of the task at hand
         skills = [item for item in found if item.lesson.extra.get("prompt_sha") != own]
+        if same_template:
+            skills = [item for item in skills if item.lesson.template == challenge.template]
         skills = skills[:skills_k]
     # record only what the prompt will show: the sections drop what does not fit
     lessons = fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET, kind="lesson")

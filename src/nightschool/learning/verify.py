@@ -9,9 +9,18 @@ gate promotes. This replaces the prior system's single noisy re-run of the
 same challenge without a control arm (seed 000 `_verify_lesson_helpful`),
 which could not tell a helpful lesson from sampling luck.
 
-Cost, in model calls: `k` for the control arm (cached per template, tier and
-seed, so later candidates of the same template reuse it) plus `k` for the
-candidate arm; each arm solves with a single attempt (pass@1).
+Cost, in model calls: at most `k` for the control arm (cached per template,
+tier and seed, so later candidates of the same template reuse it) plus at most
+`k` for the candidate arm; each arm solves with a single attempt (pass@1).
+
+Curtailment: before each solve the verifier asks the gate whether it could
+still promote if every unknown outcome went the candidate's way (an unsolved
+control fails, an unsolved candidate passes). When even that best case is
+refused, the comparison stops: the full run could only have been refused too,
+so the verdict is the same and the remaining solves are saved. With k = 6 and
+pass/fail pairs, the second rendering that is not a candidate-only win ends
+it (5 wins and no loss are needed). Measured on the 0.5B model, a failed
+dream cycle's lesson verification took 12 solves (about 6.5 minutes) before.
 """
 
 from __future__ import annotations
@@ -57,9 +66,12 @@ class Verification:
     Attributes:
         template, tier: where the renderings came from.
         seeds: the fresh seeds, in order.
-        with_candidate, without: pass/fail per seed.
+        with_candidate, without: pass/fail per seed solved in that arm (a seed
+            left unsolved by curtailment or a broken rendering is absent).
         verdict: the promotion gate's decision on the pairs (candidate vs control).
         duration_s: wall-clock seconds spent.
+        curtailed: renderings left unsolved because the gate could no longer
+            promote (0: every rendering was solved).
         infrastructure_error: set when a fault stopped the comparison (no verdict
             is then trusted: `helps` is False).
     """
@@ -72,6 +84,7 @@ class Verification:
     verdict: Verdict | None
     duration_s: float
     infrastructure_error: str | None = None
+    curtailed: int = 0
 
     @property
     def helps(self) -> bool:
@@ -87,8 +100,8 @@ class Verification:
             "tier": self.tier,
             "k": len(self.seeds),
             "seeds": list(self.seeds),
-            "with": [int(self.with_candidate.get(s, False)) for s in self.seeds],
-            "without": [int(self.without.get(s, False)) for s in self.seeds],
+            "with": [_flag(self.with_candidate.get(s)) for s in self.seeds],
+            "without": [_flag(self.without.get(s)) for s in self.seeds],
             "passes_with": sum(self.with_candidate.values()),
             "passes_without": sum(self.without.values()),
             "promote": self.helps,
@@ -98,8 +111,14 @@ class Verification:
             "p_value": verdict.p_value if verdict else None,
             "verdict": verdict.summary() if verdict else None,
             "duration_s": round(self.duration_s, 2),
+            "curtailed": self.curtailed,
             "infrastructure_error": self.infrastructure_error,
         }
+
+
+def _flag(passed: bool | None) -> int | None:
+    """1 passed, 0 failed, None not solved (curtailed, or a broken rendering)."""
+    return None if passed is None else int(passed)
 
 
 def _finite(value: float) -> float | None:
@@ -198,10 +217,21 @@ class PairedVerifier:
         control: dict[int, bool] = {}
         pairs: list[PairedResult] = []
         fault: str | None = None
+        curtailed = 0
         for index, (seed, challenge) in enumerate(renderings, start=1):
+            rest = renderings[index - 1 :]
+            if not self._reachable(template, tier, pairs, rest):
+                curtailed = len(rest)
+                notify(f"verification stopped: the gate cannot promote ({curtailed} left)")
+                break
             notify(f"verifying {index}/{len(renderings)}: {template} · {tier} · seed {seed}")
             try:
                 base_passed, base_tokens = self._control_run(template, tier, seed, challenge)
+                control[seed] = base_passed
+                if base_passed and not self._reachable(template, tier, pairs, rest):
+                    curtailed = len(rest)  # a tie at best here, and the rest cannot make up
+                    notify(f"verification stopped: the gate cannot promote ({curtailed} left)")
+                    break
                 result = self.solver.solve(
                     challenge,
                     session_id=self.session_id,
@@ -220,7 +250,6 @@ class PairedVerifier:
                 break
             self._record(result.trajectory, arm="candidate", seed=seed)
             with_arm[seed] = result.passed
-            control[seed] = base_passed
             tokens = result.trajectory.tokens_in + result.trajectory.tokens_out
             pairs.append(
                 PairedResult(
@@ -241,7 +270,33 @@ class PairedVerifier:
             verdict=verdict,
             duration_s=time.perf_counter() - started,
             infrastructure_error=fault,
+            curtailed=curtailed,
         )
+
+    def _reachable(
+        self,
+        template: str,
+        tier: str,
+        pairs: Sequence[PairedResult],
+        rest: Sequence[tuple[int, Challenge]],
+    ) -> bool:
+        """Whether the gate would promote if every unknown outcome in `rest` favoured the candidate.
+
+        A rendering whose control result is cached counts as that result
+        against a candidate pass; one not yet solved counts as a control
+        failure against a candidate pass (a candidate-only win).
+        """
+        best = list(pairs)
+        for seed, _ in rest:
+            cached = self._control.get((template, tier, seed))
+            best.append(
+                PairedResult(
+                    task_id=f"{template}:{tier}:{seed}",
+                    incumbent_score=float(cached[0]) if cached else 0.0,
+                    candidate_score=1.0,
+                )
+            )
+        return bool(best) and promotion_gate(best, self.gate).promote
 
     def _control_run(
         self, template: str, tier: str, seed: int, challenge: Challenge

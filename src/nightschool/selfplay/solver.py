@@ -14,7 +14,10 @@ from (challenge, attempt, resample). By default every retry is such a fresh
 prompt (task + failing code + checker message): small models copy their last
 answer when it sits in the conversation (measured with Qwen2.5-Coder-0.5B:
 attempts 2 and 3 byte-identical to attempt 1). A tool-call blob
-(`{"name": ..., "arguments": ...}`) is never run as code.
+(`{"name": ..., "arguments": ...}`) is never run as code. At the `starter`
+tier, where the checker imports the file and calls one function, top-level
+test code the model added anyway is stripped before the run
+(`_sanitize.strip_test_code`; `strip_test_code=False` turns it off).
 
 A model-server or sandbox fault ends the episode as an infrastructure error
 (`outcome=unknown`, `extra["infrastructure_error"]`), never as the agent's
@@ -23,6 +26,7 @@ failure.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +50,7 @@ from nightschool.selfplay._attempts import (
     read_reply,
     retry_prompt,
 )
+from nightschool.selfplay._sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 if TYPE_CHECKING:
@@ -104,6 +109,11 @@ class SolverConfig(BaseModel):
     )
     lessons_k: int = Field(
         default=3, ge=0, description="Playbook lessons retrieved into the prompt (0: none)."
+    )
+    strip_test_code: bool = Field(
+        default=True,
+        description="At the starter tier (the checker imports the file and calls a function), "
+        "drop top-level test code before running (bench/bench_sanitize.py measures it).",
     )
 
 
@@ -165,6 +175,8 @@ class _Episode:
     wasted: int = 0
     blob_replies: int = 0
     blob_corrected: int = 0
+    stripped: int = 0
+    """Attempts whose top-level test code was stripped before the run."""
     passed: bool = False
     feedback: str = ""
     """What the last attempt's failure was (checker message or a no-code note)."""
@@ -304,6 +316,14 @@ class Solver:
             {"role": "user", "content": content},
         ]
 
+    def _strips(self, challenge: Challenge) -> bool:
+        """Whether top-level test code is stripped: a starter-tier Python function task."""
+        return (
+            self.config.strip_test_code
+            and challenge.tier == "starter"
+            and challenge.solution_file.endswith(".py")
+        )
+
     def _attempt(self, ep: _Episode, attempt: int, notify: Callable[[str], None]) -> None:
         """One attempt: ask (resampling repeats), then run the code or record why not.
 
@@ -319,6 +339,7 @@ class Solver:
         text = ""
         temperature = cfg.temperature
         duplicate_of: int | None = None
+        dropped = 0  # top-level statements stripped from the reply's code
         for resample in range(cfg.max_resamples + 1):
             temperature = attempt_temperature(
                 cfg.temperature, cfg.temperature_step, cfg.max_temperature, attempt - 1 + resample
@@ -336,6 +357,10 @@ class Solver:
             ep.replies.append(text := completion.text)
             ep.temperatures.append(temperature)
             reply = read_reply(text, file)
+            dropped = 0
+            if reply.code is not None and self._strips(challenge):
+                code, dropped = strip_test_code(reply.code)
+                reply = dataclasses.replace(reply, code=code)
             ep.blob_replies += int(reply.blob)
             duplicate_of = (
                 None if reply.code is None else ep.seen.get(normalise_code(reply.code, file))
@@ -358,6 +383,9 @@ class Solver:
             ep.calls.append(ToolCall(name="run_solution", arguments=arguments, error=ep.feedback))
             return
         arguments.update(code=reply.code, temperature=temperature)
+        if dropped:
+            ep.stripped += 1
+            arguments["stripped_statements"] = dropped
         if reply.from_blob:
             ep.blob_corrected += 1
             arguments["blob_corrected"] = True
@@ -445,6 +473,7 @@ class Solver:
             "temperatures": list(ep.temperatures),
             "blob_replies": ep.blob_replies,
             "blob_corrected": ep.blob_corrected,
+            "test_code_stripped": ep.stripped,
         }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"
