@@ -110,7 +110,7 @@ def learning_curve(
         try:
             config = SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens)
             solver = Solver(chat_model, sandbox, config, playbook=memory)
-            eval_solver = Solver(chat_model, sandbox, config.model_copy(update={"max_attempts": 1}))
+            eval_solver = solver.single_attempt()
             verifier = (
                 PairedVerifier(solver, store=store, k=verify_k, session_id="curve-verify")
                 if verify_k

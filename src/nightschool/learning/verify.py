@@ -148,8 +148,7 @@ class PairedVerifier:
         gate: GateConfig | None = None,
         session_id: str = "",
     ) -> None:
-        single = solver.config.model_copy(update={"max_attempts": 1})
-        self.solver = Solver(solver.model, solver.sandbox, single)
+        self.solver = solver.single_attempt()
         self.store = store
         self.k = k
         self.gate = gate or GateConfig()

@@ -209,6 +209,15 @@ class Solver:
         self.config = config or SolverConfig()
         self.playbook = playbook
 
+    def single_attempt(self) -> Solver:
+        """This solver's model, sandbox and settings with one attempt and no playbook.
+
+        A pass@1 arm (verification, the learning curve's held-out items): what
+        it is shown is passed to `solve` explicitly, never retrieved.
+        """
+        config = self.config.model_copy(update={"max_attempts": 1})
+        return Solver(self.model, self.sandbox, config)
+
     def lessons_for(self, challenge: Challenge) -> list[RetrievedLesson]:
         """Playbook lessons retrieved for `challenge` (empty without a playbook)."""
         if self.playbook is None or self.config.lessons_k == 0:
