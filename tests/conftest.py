@@ -40,7 +40,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     The embedded model is the tiny `smollm2-135m` (98 MB, loaded in place) for
     the whole suite, CLI subprocesses included, so it stays fast; a test of the
-    default model (`qwen2.5-coder-0.5b`) asks for it explicitly.
+    default model (`qwen2.5-coder-1.5b`) asks for it explicitly.
     """
     home = tmp_path / "home"
     monkeypatch.setenv("NIGHTSCHOOL_HOME", str(home))

@@ -1,6 +1,6 @@
 """The README's main job on the default model: `nightschool dream` with no model flag.
 
-Qwen2.5-Coder-0.5B (assembled from its six packages), the bubblewrap sandbox and
+Qwen2.5-Coder-1.5B (assembled from its 22 packages), the bubblewrap sandbox and
 the real database: two starter-tier cycles, each a distinct-attempt episode with
 rising temperature, and a passing one kept as a skill with provenance.
 """
@@ -36,7 +36,7 @@ def test_dream_on_the_default_model(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, timeout=1500,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "assembling qwen2.5-coder-0.5b" in result.stderr
+    assert "assembling qwen2.5-coder-1.5b" in result.stderr
     assert "dream summary" in result.stdout
     conn = sqlite3.connect(home / "nightschool.db")
     try:
@@ -48,7 +48,7 @@ def test_dream_on_the_default_model(tmp_path: Path) -> None:
         conn.close()
     assert len(records) == 2
     for record in records:
-        assert record["model"] == "qwen2.5-coder-0.5b" and record["task_kind"] == "selfplay"
+        assert record["model"] == "qwen2.5-coder-1.5b" and record["task_kind"] == "selfplay"
         assert record["tier"] == "starter" and record["extra"]["sandboxed"] is True
         assert record["outcome"] in ("passed", "failed")
         extra = record["extra"]

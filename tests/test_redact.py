@@ -1,6 +1,7 @@
 """Tests for nightschool.redact: one positive and one negative case per rule,
 JSON-quoted variants, idempotence (examples and hypothesis), IPv4 versus
-version/section numbers, and the dict walker."""
+version/section numbers, and the dict walker. Corpus-level targets (recall per
+kind, false positives per class) are in `test_redact_corpus.py`."""
 
 from __future__ import annotations
 
@@ -48,6 +49,66 @@ POSITIVE = [
     (f"cookie jar: {JWT} end", "cookie jar: <REDACTED_JWT> end"),
     # provider keys
     ("use sk-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL now", f"use {K} now"),
+    # detect-secrets' formats
+    (
+        "hook https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/abcdefGHIJKL0123456789xy ok",
+        f"hook https://hooks.slack.com/services/{K} ok",
+    ),
+    ("glpat-AbCdEfGh1234567890_x", K),
+    ("SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ", K),
+    ("SKabcdef0123456789abcdef0123456789", K),
+    ("0123456789abcdef0123456789abcdef-us12", K),
+    # gaps closed after the first corpus: webhooks, ya29., Mailgun, dotted GitLab, CSV rows
+    (
+        "https://discord.com/api/webhooks/123456789012345678/" + "aB3_-" * 13 + "xyz",
+        f"https://discord.com/api/webhooks/123456789012345678/{K}",
+    ),
+    (
+        "https://hooks.slack.com/workflows/T0ABCDEF1/A0ABCDEF2/123456789012345678/abcDEF123ghiJKL",
+        f"https://hooks.slack.com/workflows/{K}",
+    ),
+    (
+        "https://hooks.slack.com/triggers/T0ABCDEF1/1234567890123/abcDEF123ghiJKL",
+        (f"https://hooks.slack.com/triggers/{K}"),
+    ),
+    ("auth ya29.a0AfH6SMBx-Abc_def123456789XYZ ok", f"auth {K} ok"),
+    ("MAILGUN=key-0123456789abcdef0123456789abcdef", f"MAILGUN={K}"),
+    ("glpat-P3SpaEetnUs7yMp-RLAWY286MQp1OjE.01.0w1phvbkl end", f"{K} end"),
+    (
+        "Access key ID,Secret access key\n"
+        "AKIAABCDEFGHIJKLMNOP,wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKY\n",
+        f"Access key ID,Secret access key\n{K},{K}\n",
+    ),
+    # separators => and :=, quoted key-comma-value calls, XML elements
+    ("$c = ['db_password' => 'hUnter2x9'];", f"$c = ['db_password' => '{S}'];"),
+    ('password := "hUnter2x9"', f'password := "{S}"'),
+    ("define('DB_PASSWORD', 'hUnter2x9');", f"define('DB_PASSWORD', '{S}');"),
+    ("<password>hUnter2x9</password>", f"<password>{S}</password>"),
+    # PuTTY and SSH2 private key files
+    (
+        "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPublic-Lines: 1\nAAAAB3Nza\n"
+        "Private-Lines: 1\nAAABAQCxyz+/=\nPrivate-MAC: 0a1b2c\nafter",
+        "<REDACTED_PRIVATE_KEY>\nafter",
+    ),
+    (
+        '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "k"\nP2/56wAAAi4\n'
+        "---- END SSH2 ENCRYPTED PRIVATE KEY ----",
+        "<REDACTED_PRIVATE_KEY>",
+    ),
+    (
+        "https://api.telegram.org/bot123456789:AAabcdefghijklmnopqrstuvwxyz0123456/getMe",
+        f"https://api.telegram.org/{K}/getMe",
+    ),
+    ("pypi-AgEIcHlwaS5vcmc" + "A1b2" * 20, K),
+    (
+        "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+        f"//registry.npmjs.org/:_authToken={K}",
+    ),
+    ("MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.GhIjKl.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL", K),
+    ("AccountKey=" + "aB3+" * 22 + ";x", f"AccountKey={K};x"),
+    ("dop_v1_" + "0a" * 32, K),
+    ("shpat_" + "0123456789abcdef" * 2, K),
+    ("npm_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", K),
     ("sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv_wX-yZ012345", K),
     ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789-AbCdEf", K),
     ("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", K),
@@ -64,8 +125,8 @@ POSITIVE = [
     ("sk_test_4eC39HqLyjWDarjtT1zdp7dc", K),
     ("AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe", K),
     ("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", K),
-    ("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123", f"OPENAI_API_KEY={K}"),
-    ('{"api_key": "sk-abcdefghijklmnopqrstuvwxyz0123"}', f'{{"api_key": "{K}"}}'),
+    ("OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwXYZ0123", f"OPENAI_API_KEY={K}"),
+    ('{"api_key": "sk-abcdefghijklmnopqrstuvwXYZ0123"}', f'{{"api_key": "{K}"}}'),
     # passwords in URIs
     ("postgres://user:pass@host:5432/db", f"postgres://user:{S}@host:5432/db"),
     ("redis://:s3cr3t@localhost:6379", f"redis://:{S}@localhost:6379"),
@@ -89,6 +150,7 @@ POSITIVE = [
     ("  set-cookie: id=a3fWa; Secure", f"  set-cookie: {S}"),
     ('{"Cookie": "session=abc; theme=dark"}', f'{{"Cookie": "{S}"}}'),
     ("got Bearer abcdef0123456789abcdef back", f"got Bearer {S} back"),
+    ("got Bearer SMtALKiKbljFgOchW_GKdrKlwT back", f"got Bearer {S} back"),
     # values under secret-named keys
     ("password=hunter2 next", f"password={S} next"),
     ("db_password: 'correct horse'", f"db_password: '{S}'"),
@@ -102,6 +164,25 @@ POSITIVE = [
     ("apiKey: 'abc123'", f"apiKey: '{S}'"),
     ("passphrase = letmein", f"passphrase = {S}"),
     ("token=YWJjZA==", f"token={S}"),
+    ("SMTP_PASS=Xy7-secret-pw", f"SMTP_PASS={S}"),
+    ("STRIPE_KEY=abc123def", f"STRIPE_KEY={S}"),
+    ("app.config['SECRET_KEY'] = 'abc123'", f"app.config['SECRET_KEY'] = '{S}'"),
+    (
+        "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLE",
+        f"aws configure set aws_secret_access_key {S}",
+    ),
+    # name/value records
+    ('{"name": "DB_PASSWORD", "value": "hunter2x"}', f'{{"name": "DB_PASSWORD", "value": "{S}"}}'),
+    ("- name: API_TOKEN\n  value: abc123xyz", f"- name: API_TOKEN\n  value: {S}"),
+    # command-line flags
+    ("app --db-password=hunter2x --port 80", f"app --db-password={S} --port 80"),
+    ("login --password 'hunter2x'", f"login --password '{S}'"),
+    ("mysql -u root -phunter2x prod", f"mysql -u root -p{S} prod"),
+    ("sshpass -p hunter2x ssh host", f"sshpass -p {S} ssh host"),
+    ("docker login -u me -p hunter2x reg.io", f"docker login -u me -p {S} reg.io"),
+    ("redis-cli -a hunter2x ping", f"redis-cli -a {S} ping"),
+    ("curl -u admin:hunter2x https://x", f"curl -u admin:{S} https://x"),
+    ("openssl pkcs12 -passout pass:hunter2x", f"openssl pkcs12 -passout pass:{S}"),
     # onion hosts
     ("visit abcdefghijklmnop.onion now", "visit <REDACTED_ONION> now"),
     (
@@ -175,6 +256,39 @@ NEGATIVE = [
     "Authorization: Bearer <REDACTED_JWT>",
     "eyJhbGciOiJIUzI1NiJ9 alone",
     "password:/home/(",  # found by hypothesis: once broke idempotence
+    # hard negatives: names that describe a secret, references, placeholders
+    "password_min_length: 12",
+    "secret_name: db-credentials",
+    "api_key_header: X-Api-Key",
+    "token_url = https://auth.example.com/oauth/token",
+    "auth: user session started",
+    "password = settings.DB_PASSWORD",
+    "conn = connect(password=db_password)",
+    "DB_PASSWORD=${DB_PASSWORD:-}",
+    "password: !Ref DbPassword",
+    "apiKey: import.meta.env.VITE_API_KEY,",
+    "API_KEY=your_api_key_here",
+    "token: xxxxxxxxxxxxxxxx",
+    "GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    "postgres://user:${DB_PASSWORD}@db/app",
+    "mysql -u root -p mydb",
+    "ssh -p 2222 host",
+    "--password-file /run/secrets/db",
+    "git checkout -b feature/sk-95-add-login-throttling",
+    "bump to 1.2.3.4-rc1",
+    "ACCOUNT_TYPES = ['ACCOUNT_ADMINISTRATOR']",
+    '{"name": "LOG_LEVEL", "value": "debug"}',
+    "Bearer Extraordinarily",
+    "define('DB_PASSWORD', getenv('DB_PASSWORD'));",
+    "define('DB_PASSWORD', '');",
+    "User.objects.values('password', 'email')",
+    "<password>${PW}</password>",
+    "<password/>",
+    "<password></password>",
+    'password := os.Getenv("DB_PASSWORD")',
+    "users.map(token => token.id)",
+    "monkey-0123456789abcdef0123456789abcdef",
+    "---- BEGIN SSH2 PUBLIC KEY ----\nAAAAB3Nza\n---- END SSH2 PUBLIC KEY ----",
 ]
 
 
@@ -240,6 +354,9 @@ PATHOLOGICAL = [
     "a@", "1.1.1.1.", "10.0.0.1 ", "token=", "token:$", "eyJ", "eyJabcdef.", "sk-", "ghp_",
     "-----BEGIN RSA PRIVATE KEY-----\n", "password=x ", "cookie: ", "Cookie: x\n", "Bearer ",
     ".onion", "abcdefghijklmnop.onion", "://a:", '"token": "', "a@b.", " api_key ", "/home/",
+    "-us1", ":" + "A" * 40, ".abcdef.", "SKabcdef", "AKIA", "--password ", "value: ", "name: x\n",
+    "mysql -p", "-p", "gh", "glpat-", "AccountKey=", "aws key '", "hooks.slack.com/services/",
+    "a" * 50 + ".", "x_secret ", "pypi-AgEIcHlwaS5vcmc", "-" * 10,
 ]  # fmt: skip
 
 
@@ -265,6 +382,7 @@ def test_pathological_inputs_stay_linear() -> None:
         "X-Api-Key", "x_api_key", "OpenAIApiKey", "access_key", "private_key",
         "secret_key", "aws_secret_access_key", "authorization", "Authorization",
         "auth", "x-auth-token", "cookie", "Set-Cookie", "credentials", "passphrase",
+        "SMTP_PASS", "db_pwd", "STRIPE_KEY", "client_key", "secret_key_base", "--api-key",
     ],
 )  # fmt: skip
 def test_secret_keys(key: str) -> None:
@@ -278,7 +396,9 @@ def test_secret_keys(key: str) -> None:
         "prompt_tokens", "completion_tokens", "num_tokens", "input_tokens",
         "token_type", "tokenizer", "tokens", "key", "keys", "session_id", "id",
         "author", "oauth_provider", "monkey", "hockey", "pass_rate", "passed",
-        "cwd", "pwd", "content", "role",
+        "cwd", "pwd", "content", "role", "password_min_length", "secret_name",
+        "api_key_header", "token_url", "auth_method", "password_file", "MAX_PASSWORD_AGE",
+        "passwordless", "pass", "sort_key", "primary_key", "cookie_name", "access_key_id",
     ],
 )  # fmt: skip
 def test_non_secret_keys(key: str) -> None:
@@ -369,6 +489,12 @@ FRAGMENTS = [
     "PRIVATE KEY-----", "-----END ", "RSA ", "MIIE", "İ", "é", "<REDACTED_SECRET>",
     "<REDACTED_IP>", "<user>", "None", "str", "$X", "f", "{", "}", ")", "]", "%", "+",
     "#", "?", "|", "*", "~", "`", "\r", "os.environ", "ASIA", "github_pat_", "xapp-",
+    "--password ", "--api-key=", "-p", "mysql ", "sshpass ", "curl -u ", "redis-cli -a ",
+    "openssl -passout pass:", "value: ", "name: ", '"value": "', "- name: DB_PASSWORD\n",
+    "-us1", ":AA", "SG.", "hooks.slack.com/services/T", "/B", "AC", "SK", "abcdef0123456789",
+    "pypi-AgEIcHlwaS5vcmc", "glpat-", "npm_", "dop_v1_", "shpat_", "GOCSPX-", "whsec_",
+    "sq0csp-", "AKC", "T3BlbkFJ", "AccountKey=", "aws_secret_access_key ", "${", "your_",
+    "xxxxxx", "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ", ".GhIjKl.", "SMTP_PASS", "!Ref ", "settings.",
 ]  # fmt: skip
 texts = st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join)
 
@@ -397,6 +523,7 @@ KEY_WORDS = [
     "db", "x", "api", "access", "private", "secret", "signing", "client", "auth", "token",
     "tokens", "max", "in", "count", "password", "key", "session", "id", "cookie", "store",
     "refresh", "Api", "Key", "Token", "Password", "AUTH", "user", "name",
+    "pass", "pwd", "url", "length", "stripe", "client", "header", "smtp",
 ]  # fmt: skip
 keys = st.builds(
     lambda words, seps: "".join(w + s for w, s in zip(words, seps, strict=False)).strip("_-"),

@@ -10,8 +10,10 @@ import pytest
 from nightschool.errors import SandboxUnavailableError
 from nightschool.sandbox import Sandbox, SandboxConfig, python_argv
 
+# In CI (scripts/install.sh installs bubblewrap) a missing bwrap fails the tests instead.
 pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+    shutil.which("bwrap") is None and not os.environ.get("CI"),
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
 )
 
 
@@ -162,10 +164,112 @@ def test_runs_call_no_python_at_fork_hooks(sandbox: Sandbox) -> None:
     assert calls == []
 
 
-def test_limits_hold_without_prlimit_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    tight = Sandbox(SandboxConfig(memory_mb=256, file_size_mb=1))
-    monkeypatch.setattr(tight, "_prlimit", None)  # the preexec_fn fallback
-    result = tight.run(python_argv("-"), stdin="x = bytearray(1024 ** 3)")
+def test_bubblewrap_older_than_0_8_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nightschool.sandbox import _io as _sandbox_io
+
+    monkeypatch.setattr(_sandbox_io, "bwrap_version", lambda _path: (0, 6, 1))
+    with pytest.raises(SandboxUnavailableError) as info:
+        Sandbox()
+    assert "0.6.1" in str(info.value) and "--disable-userns" in str(info.value)
+
+
+def test_installed_bubblewrap_is_recent_enough() -> None:
+    from nightschool.sandbox import _io as _sandbox_io
+
+    version = _sandbox_io.bwrap_version(shutil.which("bwrap") or "bwrap")
+    assert version is not None and version >= _sandbox_io.BWRAP_MIN_VERSION
+
+
+def test_missing_prlimit_refuses_with_package_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "prlimit" else real(name))
+    with pytest.raises(SandboxUnavailableError) as info:
+        Sandbox()
+    assert "prlimit" in str(info.value) and "util-linux" in str(info.value)
+
+
+def test_unsandboxed_limits_hold_without_prlimit_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.warns(RuntimeWarning):
+        bare = Sandbox(SandboxConfig(unsandboxed=True, memory_mb=256, file_size_mb=1))
+    result = bare.run(python_argv("-"), stdin="x = bytearray(1024 ** 3)")
     assert result.returncode != 0 and "MemoryError" in result.stderr
-    big = tight.run(python_argv("-"), stdin="open('f', 'wb').write(b'x' * 3 * 1024 * 1024)")
+    big = bare.run(python_argv("-"), stdin="open('f', 'wb').write(b'x' * 3 * 1024 * 1024)")
     assert not big.ok
+
+
+# -- the workspace: a tmpfs copy of the host directory, copied back after the run ---------
+
+
+def test_run_in_copies_changes_back(sandbox: Sandbox) -> None:
+    with sandbox.workspace() as ws:
+        ws.write_file("keep.txt", "kept\n")
+        ws.write_file("gone.txt", "x")
+        ws.write_file("bin/tool.sh", "echo tool", executable=True)
+        result = ws.run(
+            [
+                "bash",
+                "-c",
+                "rm gone.txt; mkdir -p deep/er; echo new > deep/er/new.txt; "
+                "echo more >> keep.txt; ln -s deep/er/new.txt link; bin/tool.sh",
+            ]
+        )
+        assert result.ok and result.stdout == "tool\n", result
+        files = sorted(str(p.relative_to(ws.path)) for p in ws.path.rglob("*"))
+        assert files == [
+            "bin",
+            "bin/tool.sh",
+            "deep",
+            "deep/er",
+            "deep/er/new.txt",
+            "keep.txt",
+            "link",
+        ]
+        assert ws.read_file("keep.txt") == "kept\nmore\n"
+        assert ws.read_file("link") == "new\n"
+        assert os.access(ws.path / "bin" / "tool.sh", os.X_OK)
+
+
+def test_files_written_before_a_timeout_are_kept(sandbox: Sandbox) -> None:
+    with sandbox.workspace() as ws:
+        result = ws.run(["bash", "-c", "echo partial > log.txt; sleep 30"], timeout_s=1)
+        assert result.timed_out and result.returncode == -9
+        assert result.duration_s < 1 + 10
+        assert ws.read_file("log.txt") == "partial\n"
+
+
+def test_copy_back_skips_links_out_and_special_files(sandbox: Sandbox) -> None:
+    with sandbox.workspace() as ws:
+        result = ws.run(
+            ["bash", "-c", "ln -s /etc/passwd abs; ln -s ../.. up; mkfifo pipe; echo ok > ok.txt"]
+        )
+        assert result.ok
+        assert sorted(os.listdir(ws.path)) == ["ok.txt"]
+        assert ws.read_file("abs") is None
+        assert "abs" in result.stderr and "nightschool:" in result.stderr
+
+
+def test_run_files_and_large_stdin_reach_the_program(sandbox: Sandbox) -> None:
+    payload = "z" * (3 * 1024 * 1024)
+    result = sandbox.run(
+        python_argv("-c", "import sys; print(open('in.txt').read(), len(sys.stdin.read()))"),
+        files={"in.txt": "from host"},
+        stdin=payload,
+    )
+    assert result.ok and result.stdout == f"from host {len(payload)}\n", result
+
+
+def test_workspace_over_its_size_is_refused_as_data() -> None:
+    small = Sandbox(SandboxConfig(workspace_mb=1))
+    with small.workspace() as ws:
+        (ws.path / "big.bin").write_bytes(b"x" * (2 * 1024 * 1024))
+        result = ws.run(["true"])
+    assert result.returncode == 125 and "MiB" in result.stderr
+
+
+def test_popen_in_sees_the_workspace(sandbox: Sandbox) -> None:
+    with sandbox.workspace() as ws:
+        ws.write_file("hello.txt", "from host")
+        proc = sandbox.popen_in(ws.path, ["cat", "hello.txt"])
+        out, _ = proc.communicate(timeout=30)
+    assert out == b"from host" and proc.returncode == 0

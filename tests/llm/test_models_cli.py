@@ -22,8 +22,9 @@ def test_models_table_lists_every_model_and_the_default(tmp_path: Path) -> None:
     assert code == 0
     for entry in CATALOG:
         assert entry.name in out and entry.metadata_name in out
-    assert "qwen2.5-coder-0.5b *" in out and "* the default" in out
-    assert "491 MB" in out and "Q4_K_M" in out
+    assert "qwen2.5-coder-1.5b *" in out and "* the default" in out
+    assert "qwen2.5-coder-0.5b *" not in out
+    assert "1117 MB" in out and "491 MB" in out and "Q4_K_M" in out
     assert not (tmp_path / "home" / "models").exists()  # listing assembles nothing
 
 
@@ -33,9 +34,9 @@ def test_models_json(tmp_path: Path) -> None:
     rows = json.loads(out)
     assert [row["name"] for row in rows] == [entry.name for entry in CATALOG]
     default = [row for row in rows if row["default"]]
-    assert len(default) == 1 and default[0]["name"] == "qwen2.5-coder-0.5b"
-    assert default[0]["size_bytes"] == 491_400_064
-    assert default[0]["path"] == str(tmp_path / "home" / "models" / CATALOG[1].source.filename)
+    assert len(default) == 1 and default[0]["name"] == "qwen2.5-coder-1.5b"
+    assert default[0]["size_bytes"] == 1_117_320_768
+    assert default[0]["path"] == str(tmp_path / "home" / "models" / CATALOG[2].source.filename)
     assert {row["state"] for row in rows} <= {"ready", "installed", "missing"}
     for row in rows:
         assert (row["state"] == "missing") == (row["hint"] is not None)
@@ -56,7 +57,7 @@ def test_model_path_from_the_environment(tmp_path: Path) -> None:
 def test_unknown_embedded_model_name_is_misuse() -> None:
     code, _, err = invoke("dream", "--model", "llama3")
     assert code == 2
-    assert "not an embedded model" in err and "qwen2.5-coder-0.5b" in err
+    assert "not an embedded model" in err and "qwen2.5-coder-1.5b" in err
 
 
 @pytest.mark.parametrize("command", ["dream", "evolve", "serve", "chat", "reflect"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from nightschool.cli._curve import learning_curve
+from nightschool.cli._doctor import doctor
 from nightschool.cli._eval import eval_app
 from nightschool.cli._evolve import evolve
 from nightschool.cli._lessons import lessons_app, reflect
@@ -17,6 +18,7 @@ from nightschool.cli._models import models
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
+from nightschool.privacy import disable_telemetry
 
 app = typer.Typer(
     name="nightschool",
@@ -25,6 +27,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _start_up() -> None:
+    """Before any command: telemetry opt-outs (`privacy.TELEMETRY_OPT_OUTS`)."""
+    disable_telemetry()
+
+
 app.command()(dream)
 app.command()(status)
 app.command()(reflect)
@@ -32,6 +42,7 @@ app.command()(serve)
 app.command()(chat)
 app.command()(evolve)
 app.command()(models)
+app.command()(doctor)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")
 eval_app.command("learning-curve")(learning_curve)

@@ -28,7 +28,7 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         help="An embedded model run in-process by llama.cpp (`nightschool models`; default "
-        "`embedded` = qwen2.5-coder-0.5b, `smollm2-135m` is the fast one), or the model name "
+        "`embedded` = qwen2.5-coder-1.5b, `smollm2-135m` is the fast one), or the model name "
         "on the server given by --base-url.",
         envvar="NIGHTSCHOOL_MODEL",
         show_default=False,

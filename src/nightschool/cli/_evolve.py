@@ -20,6 +20,7 @@ from nightschool.cli._common import (
     settings_from,
 )
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
+from nightschool.privacy import no_external_network
 
 
 def evolve(
@@ -94,7 +95,8 @@ def evolve(
     failed to be authored, 2 misuse, 3 model or sandbox fault, 130 interrupted
     (resume with --resume DIR).
     """
-    with errors_to_exit_codes():
+    # local-only, workers included: a non-loopback model server is refused (exit 2)
+    with errors_to_exit_codes(), no_external_network():
         from nightschool.evolution.engine import Evolution, EvolutionConfig
         from nightschool.evolution.report import print_report, write_reports
         from nightschool.llm import check_model, make_model

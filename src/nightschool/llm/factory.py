@@ -32,7 +32,7 @@ def make_model(settings: Settings, *, on_progress: Progress | None = None) -> Ch
           model name, with `settings.model_api_key` and `settings.request_timeout_s`.
         - `base_url` unset and `model_path` set: `EmbeddedModel` on that GGUF file.
         - `base_url` unset: `EmbeddedModel` on the catalog model `settings.model`
-          (`embedded`, the default, is `qwen2.5-coder-0.5b`), assembled on first use
+          (`embedded`, the default, is `qwen2.5-coder-1.5b`), assembled on first use
           into `settings.models_dir()`.
 
     Nothing is loaded or contacted here (a `model_path` is only checked to

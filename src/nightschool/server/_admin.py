@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 from fastapi import APIRouter, Body, Path, Query
 
 from nightschool.errors import InfrastructureError, UserError
+from nightschool.server._openapi import errors
 from nightschool.server._wire import ApiError
 from nightschool.trajectory import Outcome, Trajectory
 
@@ -102,7 +103,7 @@ def admin_router(
             raise ApiError(404, "this server runs without a skill playbook", code="no_playbook")
         return memory
 
-    @router.get("/trajectories")
+    @router.get("/trajectories", responses=errors(400, 401))
     def list_trajectories(
         limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 50,
         task_kind: Annotated[str | None, Query(max_length=64)] = None,
@@ -128,7 +129,7 @@ def admin_router(
         items = [trajectory_summary(t) for t in found if t is not None]
         return {"object": "list", "data": items}
 
-    @router.get("/trajectories/{trajectory_id}")
+    @router.get("/trajectories/{trajectory_id}", responses=errors(401, 404))
     def show_trajectory(trajectory_id: str) -> dict[str, Any]:
         trajectory = store.get_trajectory(trajectory_id)
         if trajectory is None:
@@ -138,7 +139,9 @@ def admin_router(
             "corrections": [c.model_dump(mode="json") for c in store.corrections(trajectory_id)],
         }
 
-    @router.post("/trajectories/{trajectory_id}/retract-lessons")
+    @router.post(
+        "/trajectories/{trajectory_id}/retract-lessons", responses=errors(400, 401, 404, 413)
+    )
     def retract_by_trajectory(
         trajectory_id: str,
         reason: Annotated[str, Body(embed=True, max_length=500)] = "retracted via the admin API",
@@ -146,7 +149,7 @@ def admin_router(
         count = playbook().retract_from_trajectory(trajectory_id, reason=reason)
         return {"trajectory_id": trajectory_id, "retracted": count}
 
-    @router.get("/lessons")
+    @router.get("/lessons", responses=errors(400, 401, 404))
     def list_lessons(
         limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 50,
         verified: bool | None = None,
@@ -154,14 +157,14 @@ def admin_router(
         lessons = playbook().list(limit=limit, verified=verified)
         return {"object": "list", "data": [lesson_json(lesson) for lesson in lessons]}
 
-    @router.get("/lessons/{lesson_id}")
+    @router.get("/lessons/{lesson_id}", responses=errors(401, 404))
     def show_lesson(lesson_id: str) -> dict[str, Any]:
         lesson = playbook().get(lesson_id)
         if lesson is None:
             raise ApiError(404, f"no lesson {lesson_id!r}", code="not_found")
         return lesson_json(lesson)
 
-    @router.post("/lessons/{lesson_id}/retract")
+    @router.post("/lessons/{lesson_id}/retract", responses=errors(400, 401, 404, 413))
     def retract_lesson(
         lesson_id: str,
         reason: Annotated[str, Body(embed=True, max_length=500)] = "retracted via the admin API",
@@ -170,7 +173,7 @@ def admin_router(
             raise ApiError(404, f"no lesson {lesson_id!r}", code="not_found")
         return {"lesson_id": lesson_id, "retracted": 1}
 
-    @router.get("/background")
+    @router.get("/background", responses=errors(400, 401))
     def background_results(since: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
         results = background.background_results(since)
         return {
@@ -187,7 +190,7 @@ def admin_router(
 def _add_session_routes(router: APIRouter, background: BackgroundSource) -> None:
     """`PUT /admin/sessions/{id}/files`, served when the pipeline can place files."""
 
-    @router.put("/sessions/{session_id}/files")
+    @router.put("/sessions/{session_id}/files", responses=errors(400, 401, 404, 413, 503))
     def place_files(
         session_id: Annotated[str, Path(min_length=1, max_length=256)],
         files: Annotated[dict[str, str], Body(embed=True)],

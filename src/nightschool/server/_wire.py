@@ -99,10 +99,20 @@ def error_body(
     return {"error": {"message": message, "type": type, "code": code, "param": param}}
 
 
+def _published_text_part(schema: dict[str, Any]) -> None:
+    """State in the published schema what `to_messages` accepts: a text part with its text.
+
+    Validation stays in `to_messages`, whose 400s say in words what is wrong.
+    """
+    schema["required"] = ["type", "text"]
+    schema["properties"]["type"]["enum"] = ["text"]
+    schema["properties"]["text"] = {"type": "string", "title": "Text"}
+
+
 class ContentPart(BaseModel):
     """One part of a list-of-parts message content; only `text` parts are supported."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_published_text_part)
 
     type: StrictStr
     text: StrictStr | None = None
@@ -117,7 +127,9 @@ class MessageIn(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    role: StrictStr
+    role: StrictStr = Field(
+        json_schema_extra={"enum": ["system", "developer", "user", "assistant"]}
+    )
     content: StrictStr | list[ContentPart] | None = None
     name: StrictStr | None = None
 
@@ -136,7 +148,10 @@ class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: StrictStr | None = None
-    messages: list[MessageIn]
+    messages: list[MessageIn] = Field(
+        description="The conversation; the last message is the user's request (not blank).",
+        json_schema_extra={"minItems": 1},
+    )
     stream: StrictBool | None = False
     stream_options: StreamOptions | None = None
     user: StrictStr | None = None
@@ -274,6 +289,27 @@ def usage(tokens_in: int, tokens_out: int) -> dict[str, int]:
     }
 
 
+FinishReason = Literal["stop", "length"]
+"""Why the reply ended: `length` when the completion cap cut it, else `stop`."""
+
+
+def turn_finish_reason(extra: Mapping[str, Any]) -> FinishReason:
+    """The OpenAI `finish_reason` of a turn, from its trajectory's `extra`.
+
+    A turn's reply is the text of its last model call (the agent loop ends on
+    a call without tool calls), so the turn ends as that call did: `length`
+    when its `finish_reason` was `length` (the `max_tokens` cap cut it), else
+    `stop`. A turn whose steps ran out (`aborted`, or `blob_answer`) answers
+    with a text the agent composed, not the last call's: `stop`.
+    """
+    if extra.get("aborted") or extra.get("blob_answer"):
+        return "stop"
+    reasons = extra.get("finish_reasons")
+    if isinstance(reasons, list) and reasons and reasons[-1] == "length":
+        return "length"
+    return "stop"
+
+
 def completion_body(
     *,
     completion_id: str,
@@ -282,6 +318,7 @@ def completion_body(
     usage_: Mapping[str, int],
     extension: Mapping[str, Any],
     created: int | None = None,
+    finish_reason: FinishReason = "stop",
 ) -> dict[str, Any]:
     """A non-streaming `chat.completion` body with the `nightschool` extension."""
     return {
@@ -293,7 +330,7 @@ def completion_body(
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": reply},
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
                 "logprobs": None,
             }
         ],
@@ -334,11 +371,12 @@ def sse_chunks(
     extension: Mapping[str, Any],
     include_usage: bool,
     chunk_chars: int,
+    finish_reason: FinishReason = "stop",
 ) -> Iterator[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a streamed reply, in order.
 
     A first chunk with the role, one chunk per piece of text, a last chunk
-    with `finish_reason: "stop"`, `usage` and the `nightschool` extension; when
+    with `finish_reason` (`stop` or `length`), `usage` and the `nightschool` extension; when
     the client asked for `stream_options.include_usage`, a final chunk with
     empty `choices` and `usage`, as OpenAI sends it.
     """
@@ -357,7 +395,7 @@ def sse_chunks(
     yield chunk({"role": "assistant", "content": ""}, None)
     for piece in split_reply(reply, chunk_chars):
         yield chunk({"content": piece}, None)
-    yield chunk({}, "stop", usage=dict(usage_), nightschool=dict(extension))
+    yield chunk({}, finish_reason, usage=dict(usage_), nightschool=dict(extension))
     if include_usage:
         yield {
             "id": completion_id,

@@ -8,6 +8,8 @@ or anything with the same methods) to:
   The turn runs first, then its reply streams in chunks (the agent loop is not
   token-streamed). Every response carries the `nightschool` extension object.
 - `GET /v1/models`, `GET /health` (no auth), and the `/admin` API (`_admin.py`).
+- `GET /openapi.json`: the API description, with the error statuses each route
+  really returns (`_openapi.py`).
 
 Guard (a pure ASGI middleware, before any parsing): bearer API key on every path
 but `/health`, compared in constant time; request bodies over
@@ -42,6 +44,7 @@ from nightschool.errors import (
 )
 from nightschool.llm import Message
 from nightschool.server._admin import admin_router, extension_json
+from nightschool.server._openapi import CHAT_HEADERS, CHAT_RESPONSES, errors, install_openapi
 from nightschool.server._wire import (
     SESSION_HEADER,
     TASK_KIND_HEADER,
@@ -53,6 +56,7 @@ from nightschool.server._wire import (
     session_id_for,
     sse_chunks,
     to_messages,
+    turn_finish_reason,
     usage,
 )
 
@@ -134,7 +138,7 @@ def create_app(
         summary="OpenAI-compatible chat with an agent that learns from its users.",
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        openapi_url="/openapi.json",  # behind the key, like every path but /health
     )
     _install_error_handlers(app)
 
@@ -142,7 +146,7 @@ def create_app(
     def health() -> dict[str, Any]:
         return {"status": "ok", "model": model_name}
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=errors(401))
     def list_models() -> dict[str, Any]:
         return {
             "object": "list",
@@ -151,7 +155,12 @@ def create_app(
             ],
         }
 
-    @app.post("/v1/chat/completions", response_model=None)
+    @app.post(
+        "/v1/chat/completions",
+        response_model=None,
+        responses=CHAT_RESPONSES,
+        openapi_extra=CHAT_HEADERS,
+    )
     def chat_completions(
         payload: ChatCompletionRequest, request: Request
     ) -> JSONResponse | StreamingResponse:
@@ -177,6 +186,7 @@ def create_app(
         tokens = usage(int(result.tokens_in), int(result.tokens_out))
         extension = extension_json(result, session_id)
         completion_id = f"chatcmpl-{result.trajectory.id}"
+        finish = turn_finish_reason(result.trajectory.extra)
         logger.info(
             "turn %s session %s: %s, %d tool call(s), %d lesson(s) shown",
             result.trajectory.id,
@@ -193,6 +203,7 @@ def create_app(
                     reply=result.reply,
                     usage_=tokens,
                     extension=extension,
+                    finish_reason=finish,
                 )
             )
         include_usage = bool(payload.stream_options and payload.stream_options.include_usage)
@@ -206,6 +217,7 @@ def create_app(
                 extension=extension,
                 include_usage=include_usage,
                 chunk_chars=limits.stream_chunk_chars,
+                finish_reason=finish,
             ):
                 yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
             yield "data: [DONE]\n\n"
@@ -218,6 +230,7 @@ def create_app(
 
     app.include_router(admin_router(store=store, memory=memory, background=pipeline))
     app.add_middleware(_Guard, api_key=api_key, max_body_bytes=limits.max_body_bytes)
+    install_openapi(app, open_paths=OPEN_PATHS)
     return app
 
 

@@ -1,0 +1,500 @@
+"""`nightschool doctor`: is this machine ready? Sandbox, model, database, telemetry, disk.
+
+Each check is cheap (about a second in all) and says how to fix what it finds:
+
+- sandbox: one run of a hostile probe through the real `Sandbox.run`; it tries
+  to connect to a listener on the host's loopback and on the host's own
+  non-loopback address, to write a file into a host directory outside its
+  workspace, and reads a secret planted in the parent's environment. The
+  listeners' accept queues and the file system are inspected from the host,
+  so a probe that lies cannot pass; it also reports its uid and rlimits.
+- model: the files of the model the settings select are present (packaged,
+  assembled, or every part installed with the right total size) and start with
+  a valid GGUF header whose `general.name` is the catalog's. Nothing is loaded
+  or hashed. A `--base-url` server gets its `GET /models` preflight, under the
+  egress guard.
+- database: opened read-only; `PRAGMA integrity_check`; migrations current.
+- telemetry: the opt-outs of `privacy.TELEMETRY_OPT_OUTS` are in force.
+- disk: free space where the home directory and sandbox workspaces live.
+
+Exit codes (`nightschool.errors.EXIT_CODES`): 0 nothing failed (warnings
+allowed); 1 telemetry or disk failed; 3 the sandbox or the model is unusable;
+4 the database is unusable; several failures: the highest of their codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import socket
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    ModelPathOpt,
+    settings_from,
+)
+from nightschool.config import Settings
+from nightschool.errors import EXIT_CODES, NightschoolError, SandboxUnavailableError
+
+if TYPE_CHECKING:
+    from nightschool.llm._gguf import GgufHeader
+    from nightschool.sandbox import Sandbox
+
+Status = Literal["ok", "warn", "fail"]
+
+MIN_FREE_HOME_BYTES = 1 << 30
+"""Free space the home directory needs besides a model still to be assembled (1 GiB)."""
+
+MIN_FREE_TEMP_BYTES = 256 << 20
+"""Free space where sandbox workspaces are created (256 MiB, one run's write bound)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report.
+
+    Attributes:
+        name: `sandbox`, `model`, `database`, `telemetry` or `disk`.
+        status: `ok`, `warn` (works, but look) or `fail` (something is wrong).
+        detail: what was found, one or two sentences.
+        fix: what to do about a `warn` or `fail`; None when there is nothing to do.
+        exit_code: the code a failure of this check maps to.
+    """
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+    exit_code: int = EXIT_CODES["error"]
+
+
+# -- sandbox --------------------------------------------------------------------------------
+
+PROBE = r"""
+import json, os, resource, socket, sys
+loopback_port, outside_host, outside_port, canary, *targets = sys.argv[1:]
+report = {"uid": os.getuid(), "write": []}
+for label, host, port in (("loopback", "127.0.0.1", loopback_port),
+                          ("outside", outside_host, outside_port)):
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        report[label] = "connected"
+    except OSError as exc:
+        report[label] = os.strerror(exc.errno) if exc.errno else str(exc)
+for target in targets:
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as handle:
+            handle.write("escaped")
+        report["write"].append("written")
+    except OSError as exc:
+        report["write"].append(os.strerror(exc.errno or 0))
+report["canary"] = canary in os.environ
+report["nproc"] = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+print(json.dumps(report))
+"""
+"""The hostile program `check_sandbox` runs. argv: the loopback listener's port,
+the outside host and port, the name of a planted environment variable, then
+host paths outside the workspace to write."""
+
+
+def _outside_address() -> str:
+    """This host's own address on its default route (a UDP `connect` sends nothing).
+
+    Falls back to 192.0.2.1 (TEST-NET-1, unroutable) on a host without a route.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return "192.0.2.1"
+    return address if not address.startswith("127.") else "192.0.2.1"
+
+
+@contextmanager
+def _listener(host: str) -> Iterator[socket.socket | None]:
+    """A non-blocking TCP listener on `host` (None when `host` cannot be bound here)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, 0))
+            sock.listen(8)
+            sock.setblocking(False)
+        except OSError:
+            yield None
+            return
+        yield sock
+
+
+def _port(sock: socket.socket | None) -> str:
+    """The port `sock` listens on; 9 (discard, nothing listens) without a listener."""
+    return str(sock.getsockname()[1]) if sock is not None else "9"
+
+
+def _accepted(sock: socket.socket | None) -> bool:
+    """Whether anyone connected to `sock` (its accept queue is not empty)."""
+    if sock is None:
+        return False
+    try:
+        connection, _ = sock.accept()
+    except OSError:
+        return False
+    connection.close()
+    return True
+
+
+def check_sandbox(sandbox: Sandbox | None = None) -> Check:
+    """Run `PROBE` once in `sandbox` (default: `Sandbox()`) and judge it from the host side.
+
+    The probe connects to listeners on the host's loopback and on the host's
+    own address, writes into a host temporary directory and under `/usr/lib`,
+    and looks for a variable planted in this process's environment.
+    """
+    from nightschool.sandbox import Sandbox, python_argv
+
+    infra = EXIT_CODES["infrastructure"]
+    fix_bwrap = "check that bubblewrap works here: `bwrap --unshare-all --ro-bind / / true`"
+    try:
+        sandbox = sandbox or Sandbox()
+    except SandboxUnavailableError as exc:
+        return Check("sandbox", "fail", exc.message, exc.hint, infra)
+    canary = f"NIGHTSCHOOL_DOCTOR_CANARY_{uuid.uuid4().hex[:8].upper()}"
+    outside_host = _outside_address()
+    with ExitStack() as stack:
+        loopback = stack.enter_context(_listener("127.0.0.1"))
+        outside = stack.enter_context(_listener(outside_host))
+        host_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ns-doctor-")))
+        targets = [host_dir / "escaped.txt", Path("/usr/lib") / f"{canary.lower()}.txt"]
+        argv = python_argv("-c", PROBE, _port(loopback), outside_host, _port(outside), canary)
+        os.environ[canary] = "planted-secret"
+        try:
+            result = sandbox.run([*argv, *map(str, targets)], timeout_s=20)
+        except NightschoolError as exc:
+            return Check("sandbox", "fail", exc.message, exc.hint or fix_bwrap, infra)
+        finally:
+            del os.environ[canary]
+        escapes = []
+        if _accepted(loopback):
+            escapes.append("reached a listener on the host's loopback")
+        if _accepted(outside):
+            escapes.append(f"reached a listener on the host's address {outside_host}")
+        for target in targets:
+            if target.exists():
+                escapes.append(f"wrote {target} on the host")
+                target.unlink(missing_ok=True)
+    try:
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        detail = f"the probe did not run (exit {result.returncode}): {result.output_tail(300)}"
+        return Check("sandbox", "fail", detail, fix_bwrap, infra)
+    return _judge_probe(report, escapes, result.duration_s)
+
+
+def _judge_probe(report: dict[str, Any], escapes: list[str], seconds: float) -> Check:
+    """Turn the probe's own report and the host-side findings into the `sandbox` line."""
+    for label in ("loopback", "outside"):
+        if report.get(label) == "connected":
+            escapes.append(f"connected to the {label} address (by its own report)")
+    if report.get("canary"):
+        escapes.append("saw a variable planted in nightschool's environment")
+    if report.get("uid") == 0:
+        escapes.append("ran as root")
+    if report.get("nproc") == resource.RLIM_INFINITY:
+        escapes.append("ran without a process limit")
+    if escapes:
+        return Check(
+            "sandbox",
+            "fail",
+            "a hostile probe " + "; ".join(escapes),
+            "do not run generated code on this machine until this is fixed; reinstall "
+            "bubblewrap, and report it: nightschool's sandbox should have prevented it",
+            EXIT_CODES["infrastructure"],
+        )
+    writes = ", ".join(str(reason).lower() for reason in report.get("write", []))
+    detail = (
+        f"hostile probe contained ({seconds * 1000:.0f} ms). Outside address: "
+        f"{str(report.get('outside')).lower()}; host loopback: "
+        f"{str(report.get('loopback')).lower()}; writes outside the workspace reached "
+        f"nothing on the host ({writes}); no planted secret seen; uid {report.get('uid')}, "
+        f"at most {report.get('nproc')} processes"
+    )
+    return Check("sandbox", "ok", detail)
+
+
+# -- model ----------------------------------------------------------------------------------
+
+
+def check_model(settings: Settings) -> tuple[Check, int]:
+    """Check the selected model's files (or server) without loading anything.
+
+    Returns:
+        The `model` line, and the bytes a first use would still write to the
+        model cache (a split model not yet assembled), for the disk check.
+    """
+    from nightschool.errors import UserError
+    from nightschool.llm import catalog
+    from nightschool.llm._assemble import is_assembled
+    from nightschool.llm._gguf import read_gguf_header, read_head
+
+    infra = EXIT_CODES["infrastructure"]
+    if settings.base_url is not None:
+        return _check_server(settings), 0
+    try:
+        if settings.model_path is not None:
+            path = settings.model_path.expanduser()
+            header = read_gguf_header(read_head([path]))
+            return Check("model", "ok", f"{path}: {_describe(header)}"), 0
+        entry = catalog.lookup_model(settings.model)
+        if isinstance(entry.source, catalog.PackagedFile):
+            files, pending = [catalog.locate_packaged(entry)], 0
+            where = f"{files[0]} (packaged)"
+        else:
+            target = settings.models_dir().expanduser() / entry.source.filename
+            if is_assembled(target, size_bytes=entry.size_bytes, sha256=entry.sha256):
+                files, pending, where = [target], 0, f"{target} (assembled)"
+            else:
+                files, pending = catalog.locate_parts(entry), entry.size_bytes
+                where = f"{len(files)} parts installed, assembled into {target} on first use"
+        total = sum(path.stat().st_size for path in files)
+        if total != entry.size_bytes:
+            raise ValueError(f"{total} bytes on disk, the catalog says {entry.size_bytes}")
+        header = read_gguf_header(read_head(files))
+    except UserError as exc:
+        return Check("model", "fail", exc.message, exc.hint, infra), 0
+    except (OSError, ValueError) as exc:
+        fix = "reinstall its packages: `pip install --force-reinstall` (`nightschool models`)"
+        if settings.model_path is not None:
+            fix = "give --model-path a llama.cpp GGUF file (version 2 or 3)"
+        return Check(
+            "model", "fail", f"{settings.model_path or settings.model}: {exc}", fix, infra
+        ), 0
+    if header.name is not None and header.name != entry.metadata_name:
+        return Check(
+            "model",
+            "fail",
+            f"{entry.name}: the file says it is {header.name!r}, not {entry.metadata_name!r}",
+            "reinstall the model's packages at the versions nightschool pins",
+            infra,
+        ), 0
+    return Check("model", "ok", f"{entry.name}: {where}; {_describe(header)}"), pending
+
+
+def _describe(header: GgufHeader) -> str:
+    name = f"{header.name!r}, " if header.name else ""
+    return f"GGUF v{header.version}, {name}{header.tensors} tensors"
+
+
+def _check_server(settings: Settings) -> Check:
+    """`GET /models` on the configured server, under the egress guard."""
+    from nightschool.llm import check_model as preflight
+    from nightschool.llm import make_model
+    from nightschool.privacy import no_external_network
+
+    try:
+        with no_external_network():
+            preflight(make_model(settings))
+    except NightschoolError as exc:
+        return Check("model", "fail", exc.message, exc.hint, EXIT_CODES["infrastructure"])
+    return Check("model", "ok", f"{settings.model} on {settings.base_url} answers")
+
+
+# -- database, telemetry, disk --------------------------------------------------------------
+
+
+def check_database(settings: Settings) -> Check:
+    """Open the database read-only: integrity check, then migrations against this version's."""
+    from nightschool.store import MIGRATIONS
+
+    path = settings.database_path()
+    store_code = EXIT_CODES["store"]
+    aside = f"move {path} aside (nightschool starts a new one) or restore it from a backup"
+    if not path.exists():
+        return Check("database", "ok", f"none yet at {path}; created on first use")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error as exc:
+        return Check("database", "fail", f"cannot open {path}: {exc}", aside, store_code)
+    try:
+        problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)")]
+        if problems != ["ok"]:
+            return Check(
+                "database", "fail", f"{path} is damaged: {'; '.join(problems)}", aside, store_code
+            )
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "schema_migrations" not in tables:
+            if tables:
+                return Check(
+                    "database", "fail", f"{path} is not a nightschool database", aside, store_code
+                )
+            return Check("database", "ok", f"{path} is empty; migrated on first use")
+        applied = [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
+    except sqlite3.Error as exc:
+        return Check("database", "fail", f"{path} is not readable: {exc}", aside, store_code)
+    finally:
+        conn.close()
+    known = [name for name, _ in MIGRATIONS]
+    unknown = sorted(set(applied) - set(known))
+    if unknown:
+        return Check(
+            "database",
+            "fail",
+            f"{path} was written by a newer nightschool (unknown migrations: {', '.join(unknown)})",
+            "upgrade nightschool (`pip install -U nightschool`) or set NIGHTSCHOOL_HOME elsewhere",
+            store_code,
+        )
+    pending = [name for name in known if name not in applied]
+    size = path.stat().st_size / 1e6
+    if pending:
+        return Check(
+            "database",
+            "warn",
+            f"{path} ({size:.1f} MB, integrity ok) lacks {len(pending)} migration(s): "
+            f"{', '.join(pending)}",
+            "any nightschool command that opens it applies them, e.g. `nightschool status`",
+        )
+    return Check(
+        "database",
+        "ok",
+        f"{path}: {size:.1f} MB, integrity ok, all {len(known)} migrations applied",
+    )
+
+
+def check_telemetry() -> Check:
+    """The telemetry opt-outs, as `privacy.telemetry_report` finds them in this process."""
+    from nightschool.privacy import telemetry_report
+
+    flags = telemetry_report()
+    bad = [flag for flag in flags if not flag.ok]
+    if not bad:
+        names = ", ".join(f"{flag.name}={flag.wanted}" for flag in flags)
+        return Check("telemetry", "ok", f"opted out: {names}")
+    detail = "; ".join(f"{flag.name} {flag.detail}" for flag in bad)
+    exports = " ".join(f"{flag.name}={flag.wanted}" for flag in bad)
+    return Check(
+        "telemetry",
+        "fail",
+        detail,
+        f"run nightschool through its `nightschool` command (it sets them at start-up), or "
+        f"export {exports} before Python starts",
+    )
+
+
+def _free_bytes(path: Path) -> tuple[Path, int]:
+    """Free bytes on the file system of `path`, or of its nearest existing ancestor."""
+    probe = path.expanduser().absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe, shutil.disk_usage(probe).free
+
+
+def check_disk(settings: Settings, pending_model_bytes: int = 0) -> Check:
+    """Free space for the home directory (and a model still to assemble) and for workspaces."""
+    home, home_free = _free_bytes(settings.home_dir())
+    temp, temp_free = _free_bytes(Path(tempfile.gettempdir()))
+    need_home = MIN_FREE_HOME_BYTES + pending_model_bytes
+    short = []
+    if home_free < need_home:
+        reason = " (a model still to assemble included)" if pending_model_bytes else ""
+        short.append(
+            f"{home} has {home_free / 1e9:.2f} GB free, needs {need_home / 1e9:.2f}{reason}"
+        )
+    if temp_free < MIN_FREE_TEMP_BYTES:
+        short.append(
+            f"{temp} (sandbox workspaces) has {temp_free / 1e6:.0f} MB free, "
+            f"needs {MIN_FREE_TEMP_BYTES / 1e6:.0f}"
+        )
+    if short:
+        return Check(
+            "disk",
+            "fail",
+            "; ".join(short),
+            "free some space, or point NIGHTSCHOOL_HOME / TMPDIR at a roomier disk",
+        )
+    where = f"{home}: {home_free / 1e9:.1f} GB free"
+    if temp != home:
+        where += f"; {temp} (sandbox workspaces): {temp_free / 1e9:.1f} GB free"
+    return Check("disk", "ok", where)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    """Every check, in report order: sandbox, model, database, telemetry, disk."""
+    model, pending = check_model(settings)
+    return [
+        check_sandbox(),
+        model,
+        check_database(settings),
+        check_telemetry(),
+        check_disk(settings, pending),
+    ]
+
+
+def exit_code_of(checks: Sequence[Check]) -> int:
+    """0 when nothing failed, else the highest `exit_code` among the failed checks."""
+    return max((c.exit_code for c in checks if c.status == "fail"), default=EXIT_CODES["ok"])
+
+
+_STATUS = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
+
+
+def doctor(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the checks as one JSON object instead.")
+    ] = False,
+    model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
+    base_url: BaseUrlOpt = None,
+    model_api_key: ApiKeyOpt = None,
+) -> None:
+    """Check that this machine can run nightschool: sandbox, model, database, telemetry, disk.
+
+    Runs one hostile probe in the sandbox and reads file headers; loads no
+    model. Exit codes: 0 nothing failed (warnings allowed), 1 telemetry or disk,
+    3 sandbox or model, 4 database; several failures: the highest.
+    """
+    settings = settings_from(
+        model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+    )
+    checks = run_checks(settings)
+    code = exit_code_of(checks)
+    if as_json:
+        rows = [
+            {**asdict(c), "exit_code": c.exit_code if c.status == "fail" else 0} for c in checks
+        ]
+        body = {"ok": code == 0, "exit_code": code, "checks": rows}
+        typer.echo(json.dumps(body, indent=2))
+        raise typer.Exit(code)
+    table = Table(title="nightschool doctor", title_justify="left")
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("found", overflow="fold")
+    for check in checks:
+        table.add_row(check.name, _STATUS[check.status], escape(check.detail))
+    console = Console()
+    console.print(table)
+    for check in checks:
+        if check.fix and check.status != "ok":
+            console.print(f"[bold]fix {check.name}[/]: {escape(check.fix)}", highlight=False)
+    console.print(
+        "[green]ready[/]" if code == 0 else f"[red]not ready[/] (exit {code})", highlight=False
+    )
+    raise typer.Exit(code)
