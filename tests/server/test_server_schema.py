@@ -42,6 +42,15 @@ MAX_EXAMPLES = int(os.environ.get("NIGHTSCHOOL_SCHEMA_EXAMPLES", "50"))
 """Generated requests per operation and generation mode (11 operations, 2 modes): about
 850 requests in 15 s on 2 cores. Raise it for a longer hunt."""
 
+HYPOTHESIS = settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+"""Both tests' hypothesis settings: reproducible (derandomized, no example database)."""
+
 REPLY = "one two three four five six seven eight"
 
 
@@ -112,13 +121,7 @@ def run_operation(operation: Any, mode: GenerationMode, sent: dict[str, int]) ->
     """Up to `MAX_EXAMPLES` requests of `mode` to `operation`; raises on a failed check."""
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=MAX_EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @HYPOTHESIS
     def check(case: Any) -> None:
         sent[operation.label] = sent.get(operation.label, 0) + 1
         case.call_and_validate(headers=AUTH, excluded_checks=[positive_data_acceptance])
@@ -181,13 +184,7 @@ def test_valid_conversations_get_turns_that_conform(store: Store, tmp_path: Path
         chat = api["/v1/chat/completions"]["POST"]
 
         @given(body=conversations)
-        @settings(
-            max_examples=MAX_EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
+        @HYPOTHESIS
         def turn(body: dict[str, Any]) -> None:
             case = chat.Case(body=body, media_type="application/json")
             response = case.call_and_validate(headers=AUTH)

@@ -250,7 +250,6 @@ def check_model(settings: Settings) -> tuple[Check, int]:
     """
     from nightschool.errors import UserError
     from nightschool.llm import catalog
-    from nightschool.llm._assemble import is_assembled
     from nightschool.llm._gguf import read_gguf_header, read_head
 
     infra = EXIT_CODES["infrastructure"]
@@ -262,16 +261,14 @@ def check_model(settings: Settings) -> tuple[Check, int]:
             header = read_gguf_header(read_head([path]))
             return Check("model", "ok", f"{path}: {_describe(header)}"), 0
         entry = catalog.lookup_model(settings.model)
-        if isinstance(entry.source, catalog.PackagedFile):
-            files, pending = [catalog.locate_packaged(entry)], 0
-            where = f"{files[0]} (packaged)"
+        state, target, files = catalog.model_files(entry, settings.models_dir())
+        pending = entry.size_bytes if state == "installed" else 0
+        if state == "installed":
+            where = f"{len(files)} parts installed, assembled into {target} on first use"
+        elif isinstance(entry.source, catalog.PackagedFile):
+            where = f"{target} (packaged)"
         else:
-            target = settings.models_dir().expanduser() / entry.source.filename
-            if is_assembled(target, size_bytes=entry.size_bytes, sha256=entry.sha256):
-                files, pending, where = [target], 0, f"{target} (assembled)"
-            else:
-                files, pending = catalog.locate_parts(entry), entry.size_bytes
-                where = f"{len(files)} parts installed, assembled into {target} on first use"
+            where = f"{target} (assembled)"
         total = sum(path.stat().st_size for path in files)
         if total != entry.size_bytes:
             raise ValueError(f"{total} bytes on disk, the catalog says {entry.size_bytes}")

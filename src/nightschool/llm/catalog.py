@@ -372,21 +372,39 @@ class ModelStatus(BaseModel):
     """How to install it, when missing."""
 
 
+def model_files(
+    entry: CatalogEntry, models_dir: Path
+) -> tuple[Literal["ready", "installed"], Path, list[Path]]:
+    """Where `entry`'s bytes are now, without reading or assembling anything big.
+
+    Returns:
+        (state, path, files): `ready` with the loadable file (packaged, or
+        assembled and verified) as both `path` and the one file; or `installed`
+        with the path it will be assembled to and its parts, in order.
+
+    Raises:
+        UserError: its package (or a part's) is not installed; the hint says how.
+    """
+    if isinstance(entry.source, PackagedFile):
+        path = locate_packaged(entry)
+        return "ready", path, [path]
+    path = models_dir.expanduser() / entry.source.filename
+    if is_assembled(path, size_bytes=entry.size_bytes, sha256=entry.sha256):
+        return "ready", path, [path]
+    return "installed", path, locate_parts(entry)
+
+
 def model_status(entry: CatalogEntry, models_dir: Path) -> ModelStatus:
     """Describe `entry`'s availability without reading or assembling anything big."""
-    state: Literal["ready", "installed", "missing"] = "ready"
+    state: Literal["ready", "installed", "missing"]
     path: Path | None = None
     hint: str | None = None
     try:
-        if isinstance(entry.source, PackagedFile):
-            path = locate_packaged(entry)
-        else:
-            path = models_dir.expanduser() / entry.source.filename
-            if not is_assembled(path, size_bytes=entry.size_bytes, sha256=entry.sha256):
-                locate_parts(entry)
-                state = "installed"
+        state, path, _ = model_files(entry, models_dir)
     except UserError as exc:
         state, hint = "missing", exc.hint
+        if not isinstance(entry.source, PackagedFile):
+            path = models_dir.expanduser() / entry.source.filename
     return ModelStatus(
         name=entry.name,
         title=entry.title,
