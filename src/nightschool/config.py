@@ -65,6 +65,12 @@ class Settings(BaseSettings):
         default=512, description="Completion cap sent with every model request, tokens."
     )
     temperature: float = Field(default=0.2, description="Sampling temperature for the solver.")
+    idle_scale: float = Field(
+        default=1.0,
+        gt=0,
+        description="Multiplies every idle window, cooldown and pause of the idle watchdog "
+        "(NIGHTSCHOOL_IDLE_SCALE; 0.01 turns a 10-minute window into 6 s, for tests and demos).",
+    )
 
     def home_dir(self) -> Path:
         """Return the home directory (not created).

@@ -35,6 +35,9 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
         "m004_lesson_memory",
         "m005_eval_runs",
         "m006_skills",
+        "m007_generated_challenges",
+        "m008_phase_runs",
+        "m009_diary",
     ]
 
 

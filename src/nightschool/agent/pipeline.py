@@ -15,6 +15,8 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    system prompt; each behind the memory's relevance floor (an unrelated
    request gets none) and within its token budget, and only what fits is
    recorded as shown (`extra["lessons_shown"]`, `extra["skills_shown"]`).
+   Ahead of them, the `### WHO I AM` wake-up section (`selfhood.wake_up_prefix`:
+   the latest diary narrative and the self-state; absent on a fresh home).
 3. The agent loop with sandboxed tools in the session's workspace: native tool
    calls when the model `supports_tools`, the fenced text protocol otherwise
    (`extra["tool_protocol"]`); tool-call blobs are never the answer
@@ -67,6 +69,7 @@ from nightschool.memory import (
     format_worked_examples,
 )
 from nightschool.sandbox import Sandbox
+from nightschool.selfhood import wake_up_prefix
 from nightschool.store import Store
 from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
 
@@ -135,6 +138,8 @@ class ChatPipeline:
             a private temp dir is used instead, with a warning (`workspace_root`
             attribute holds the one in use).
         config: settings; None means `AgentConfig()`.
+        wake_up: put the `### WHO I AM` section (`selfhood.wake_up_prefix`, a
+            few small queries per turn, no model call) in the system prompt.
     """
 
     def __init__(
@@ -147,12 +152,14 @@ class ChatPipeline:
         reflector: Reflector | None,
         workspace_root: Path,
         config: AgentConfig | None = None,
+        wake_up: bool = True,
     ) -> None:
         self.model = model
         self.store = store
         self.sandbox = sandbox
         self.memory = memory
         self.reflector = reflector
+        self.wake_up = wake_up
         try:
             self.workspace_root = usable_workspace_root(workspace_root, sandbox)
         except OSError as exc:
@@ -218,10 +225,14 @@ class ChatPipeline:
         tick = time.perf_counter()
         lessons, skills = self._retrieve(request)
         timings["retrieval"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        who_i_am = wake_up_prefix(self.store) if self.wake_up else ""
+        timings["wake_up"] = time.perf_counter() - tick
         protocol: ToolProtocol = "native" if uses_native_tools(self.model) else "fenced"
         client_system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        playbook = format_playbook(lessons, token_budget=None)
         system_prompt = build_system_prompt(
-            format_playbook(lessons, token_budget=None),
+            "\n\n".join(section for section in (who_i_am, playbook) if section),
             client_system,
             worked_examples=format_worked_examples(skills, token_budget=None),
             protocol=protocol,

@@ -2,21 +2,57 @@
 
 `render(name, tier, seed)` gives a `Challenge` (prompt, setup script,
 validation script, reference solution); `evaluate(sandbox, challenge, source)`
-judges a solution in a fresh sandbox workspace.
+judges a solution in a fresh sandbox workspace. `ChallengeGenerator` has the
+model write new program-style challenges behind a stack of quality gates
+(`quality_check`, `preflight`, `validator_self_test`, ...) and
+`ChallengeBank` keeps the accepted ones; `validator_crash` tells a crashing
+validator from a failing solution.
 """
 
+from nightschool.challenges._gates import (
+    ChallengeSpec,
+    SelfTestResult,
+    preflight,
+    quality_check,
+    validator_crash,
+    validator_self_test,
+)
 from nightschool.challenges._model import CLUSTERS, TIERS, Challenge, Template
 from nightschool.challenges._registry import get_template, render, templates
 from nightschool.challenges._runner import Evaluation, evaluate
+from nightschool.challenges.generated import (
+    REJECTION_KINDS,
+    ROTATION_MIN_RUNS,
+    ChallengeBank,
+    ChallengeGenerator,
+    GenerationOutcome,
+    GenerationRequest,
+    Rejection,
+    parse_reply,
+)
 
 __all__ = [
     "CLUSTERS",
+    "REJECTION_KINDS",
+    "ROTATION_MIN_RUNS",
     "TIERS",
     "Challenge",
+    "ChallengeBank",
+    "ChallengeGenerator",
+    "ChallengeSpec",
     "Evaluation",
+    "GenerationOutcome",
+    "GenerationRequest",
+    "Rejection",
+    "SelfTestResult",
     "Template",
     "evaluate",
     "get_template",
+    "parse_reply",
+    "preflight",
+    "quality_check",
     "render",
     "templates",
+    "validator_crash",
+    "validator_self_test",
 ]

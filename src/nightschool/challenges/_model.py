@@ -68,6 +68,10 @@ class Challenge:
             never shown to a solver).
         solution_file: the file the solver writes: `solution.py`, or
             `solution.sh` (run with bash) for shell templates.
+        source: where it came from: `template` (the bank), `llm` (written by
+            the model and accepted by the quality gates) or `journal` (mined
+            from a failed chat turn). Only template challenges enter held-out
+            sets.
     """
 
     template: str
@@ -80,6 +84,7 @@ class Challenge:
     reference_solution: str
     wrong_solution: str
     solution_file: str = "solution.py"
+    source: str = "template"
 
     @property
     def challenge_hash(self) -> str:

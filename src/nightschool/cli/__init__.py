@@ -10,9 +10,11 @@ from __future__ import annotations
 import typer
 
 from nightschool.cli._curve import learning_curve
+from nightschool.cli._diary import diary
 from nightschool.cli._doctor import doctor
 from nightschool.cli._eval import eval_app
 from nightschool.cli._evolve import evolve
+from nightschool.cli._idle import watch
 from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._models import models
 from nightschool.cli._records import trajectories_app
@@ -39,6 +41,8 @@ app.command()(dream)
 app.command()(status)
 app.command()(reflect)
 app.command()(serve)
+app.command()(watch)
+app.command()(diary)
 app.command()(chat)
 app.command()(evolve)
 app.command()(models)

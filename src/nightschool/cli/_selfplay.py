@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import random
+import contextlib
+import signal
+import threading
 from typing import Annotated, Any
 
 import typer
@@ -96,6 +98,22 @@ def dream(
             "unverified and lesson extraction is off).",
         ),
     ] = 6,
+    loop: Annotated[
+        bool,
+        typer.Option(
+            "--loop",
+            help="Keep dreaming until Ctrl-C or SIGTERM (--cycles is ignored): between cycles, "
+            "reflect on the backlog and cool off adaptively (5 s-3 min).",
+        ),
+    ] = False,
+    curriculum: Annotated[
+        bool,
+        typer.Option(
+            "--curriculum/--templates-only",
+            help="When the template bank has nothing left to teach, mine failed chat turns "
+            "and write new challenges with the model (quality-gated); --templates-only: never.",
+        ),
+    ] = True,
     model: ModelOpt = None,
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
@@ -107,120 +125,148 @@ def dream(
         ),
     ] = False,
 ) -> None:
-    """Run self-play cycles: render challenges, solve them with the model, judge in a sandbox."""
+    """Run self-play cycles: pick a challenge, solve it with the model, judge it in a sandbox.
+
+    Each cycle's trajectory and frontier run are written together after it ends,
+    so Ctrl-C never leaves half a cycle behind.
+    """
     with errors_to_exit_codes():
-        from nightschool.selfplay import (
-            DreamLoop,
-            FrontierTracker,
-            Solver,
-            SolverConfig,
-            summarize,
-        )
+        from nightschool.selfplay.practice import open_practice
 
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
-        playbook = None
         try:
-            tracker = FrontierTracker(store)
-            extractor = None
-            solver = Solver(
-                chat_model,
-                sandbox,
-                SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens),
-            )
-            verifier = None
-            if lessons or skills:
-                from nightschool.learning.extraction import LessonExtractor
-                from nightschool.learning.verify import PairedVerifier
-                from nightschool.memory import SkillMemory
+            with (
+                err.status("loading the skill playbook ..."),
+                contextlib.ExitStack() as stack,
+            ):
+                practice = stack.enter_context(
+                    open_practice(
+                        store,
+                        chat_model,
+                        sandbox,
+                        temperature=settings.temperature,
+                        max_tokens=settings.max_tokens,
+                        lessons=lessons,
+                        skills=skills,
+                        verify_k=verify_k,
+                        seed=seed,
+                        curriculum=curriculum and cluster is None and tier is None,
+                    )
+                )
+                stack = stack.pop_all()
+            with stack:
+                _dream_run(practice, settings, chat_model.name, cycles, cluster, tier, loop)
+        finally:
+            store.close()
 
-                with err.status("loading the skill playbook ..."):
-                    playbook = SkillMemory(store)
-                solver.playbook = playbook
-                if verify_k:
-                    verifier = PairedVerifier(solver, store=store, k=verify_k)
-                if lessons and verifier is not None:
-                    extractor = LessonExtractor(chat_model, playbook, solver, verifier=verifier)
-            loop = DreamLoop(
-                store,
-                solver,
-                tracker,
-                rng=random.Random(seed) if seed is not None else None,
-                extractor=extractor,
-                skills=skills,
-                lessons=lessons,
-                verifier=verifier,
-            )
-            err.print(
-                f"dreaming {cycles} cycle(s) with [bold]{chat_model.name}[/] · "
-                f"database {settings.database_path()}",
+
+def _dream_run(
+    practice: Any,
+    settings: Any,
+    model_name: str,
+    cycles: int,
+    cluster: str | None,
+    tier: str | None,
+    loop: bool,
+) -> None:
+    from nightschool.selfplay import summarize
+    from nightschool.selfplay.practice import run_loop
+
+    dream_loop = practice.loop
+    playbook = practice.playbook
+    what = "until Ctrl-C" if loop else f"{cycles} cycle(s)"
+    err.print(
+        f"dreaming {what} with [bold]{model_name}[/] · database {settings.database_path()}",
+        highlight=False,
+    )
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    results: list[Any] = []
+    with progress:
+        task = progress.add_task("starting", total=None if loop else cycles)
+
+        def on_event(message: str) -> None:
+            progress.update(task, description=message)
+
+        def on_cycle(index: int, cycle: Any) -> None:
+            results.append(cycle)
+            mark = "[green]✓ passed[/]" if cycle.passed else "[red]✗ failed[/]"
+            if cycle.infrastructure_error:
+                mark = f"[yellow]! {cycle.infrastructure_error}[/]"
+            shown = f", {len(cycle.lessons_shown)} lesson(s) shown" * bool(
+                cycle.lessons_shown
+            ) + f", {len(cycle.skills_shown)} skill(s) shown" * bool(cycle.skills_shown)
+            source = "" if cycle.source == "template" else f" {cycle.source}"
+            count = f"{index + 1}" if loop else f"{index + 1}/{cycles}"
+            progress.console.print(
+                f"cycle {count}  {cycle.template:<32} {cycle.tier:<12} "
+                f"{mark} after {cycle.attempts} attempt(s), {cycle.duration_s:.1f}s"
+                f"{shown} [dim]({cycle.pick.mode}{source})[/]",
                 highlight=False,
             )
-            progress = Progress(
-                SpinnerColumn(),
-                TextColumn("[progress.description]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-            )
-            with progress:
-                task = progress.add_task("starting", total=cycles)
+            for line in (_skill_line(cycle), _lesson_line(cycle)):
+                if line:
+                    progress.console.print(line, highlight=False)
+            progress.advance(task)
 
-                def on_event(message: str) -> None:
-                    progress.update(task, description=message)
+        if loop:
+            stop = threading.Event()
 
-                def on_cycle(index: int, cycle: Any) -> None:
-                    mark = "[green]✓ passed[/]" if cycle.passed else "[red]✗ failed[/]"
-                    if cycle.infrastructure_error:
-                        mark = f"[yellow]! {cycle.infrastructure_error}[/]"
-                    shown = f", {len(cycle.lessons_shown)} lesson(s) shown" * bool(
-                        cycle.lessons_shown
-                    ) + f", {len(cycle.skills_shown)} skill(s) shown" * bool(cycle.skills_shown)
-                    progress.console.print(
-                        f"cycle {index + 1}/{cycles}  {cycle.template:<32} {cycle.tier:<12} "
-                        f"{mark} after {cycle.attempts} attempt(s), {cycle.duration_s:.1f}s"
-                        f"{shown} [dim]({cycle.pick.mode})[/]",
-                        highlight=False,
-                    )
-                    for line in (_skill_line(cycle), _lesson_line(cycle)):
-                        if line:
-                            progress.console.print(line, highlight=False)
-                    progress.advance(task)
+            def on_term(_signum: int, _frame: Any) -> None:
+                stop.set()
 
-                results = loop.run(
-                    cycles, cluster=cluster, tier=tier, on_cycle=on_cycle, on_event=on_event
+            previous = signal.signal(signal.SIGTERM, on_term)
+            try:
+                run_loop(
+                    practice,
+                    should_stop=stop.is_set,
+                    sleep=stop.wait,
+                    on_cycle=on_cycle,
+                    on_event=on_event,
                 )
-            table = Table(title=f"dream summary · session {loop.session_id}")
-            for column in ("cluster", "runs", "passes", "mean attempts", "tier now"):
-                table.add_column(column, justify="left" if column == "cluster" else "right")
-            for row in summarize(results, tracker):
-                table.add_row(
-                    str(row["cluster"]),
-                    str(row["runs"]),
-                    str(row["passes"]),
-                    f"{row['attempts']:.2f}",
-                    str(row["tier"]),
+            except KeyboardInterrupt:
+                progress.console.print(
+                    "[yellow]stopped by Ctrl-C[/] (the cycle in progress was not recorded)"
                 )
-            console = Console()
-            console.print(table)
-            learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
-            new_skills = [c.skill for c in results if c.skill and c.skill.status == "written"]
-            if playbook is not None:
-                console.print(
-                    f"lessons learned this run: {len(learned)} · skills kept: {len(new_skills)} "
-                    f"({sum(s.verified for s in new_skills)} verified) · playbook: "
-                    f"{playbook.count(kind='lesson')} lesson(s), "
-                    f"{playbook.count(kind='skill')} skill(s)"
-                )
-        finally:
-            if playbook is not None:
-                playbook.close()
-            store.close()
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+        else:
+            dream_loop.run(cycles, cluster=cluster, tier=tier, on_cycle=on_cycle, on_event=on_event)
+    table = Table(title=f"dream summary · session {dream_loop.session_id}")
+    for column in ("cluster", "runs", "passes", "mean attempts", "tier now"):
+        table.add_column(column, justify="left" if column == "cluster" else "right")
+    for row in summarize(results, dream_loop.tracker):
+        table.add_row(
+            str(row["cluster"]),
+            str(row["runs"]),
+            str(row["passes"]),
+            f"{row['attempts']:.2f}",
+            str(row["tier"]),
+        )
+    console = Console()
+    console.print(table)
+    learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
+    new_skills = [c.skill for c in results if c.skill and c.skill.status == "written"]
+    generated = sum(c.source != "template" for c in results)
+    if playbook is not None:
+        console.print(
+            f"lessons learned this run: {len(learned)} · skills kept: {len(new_skills)} "
+            f"({sum(s.verified for s in new_skills)} verified) · playbook: "
+            f"{playbook.count(kind='lesson')} lesson(s), "
+            f"{playbook.count(kind='skill')} skill(s)"
+            + (f" · {generated} cycle(s) on mined or generated challenges" if generated else "")
+        )
 
 
 def status() -> None:
@@ -276,5 +322,8 @@ def status() -> None:
                     state.tier,
                 )
             console.print(table)
+            from nightschool.cli._idle import show_phases
+
+            show_phases(store, settings)
         finally:
             store.close()

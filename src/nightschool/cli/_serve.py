@@ -59,6 +59,8 @@ class _Agent:
     store: Store
     memory: SkillMemory | None
     model_name: str
+    model: Any = None
+    sandbox: Any = None
 
     def close(self) -> None:
         pending = self.pipeline.pending_background()
@@ -111,7 +113,7 @@ def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[
             memory.close()
         store.close()
         raise
-    agent = _Agent(pipeline, store, memory, chat_model.name)
+    agent = _Agent(pipeline, store, memory, chat_model.name, chat_model, sandbox)
     try:
         yield agent
     finally:
@@ -131,12 +133,22 @@ def serve(
     model_api_key: ApiKeyOpt = None,
     lessons: LessonsOpt = True,
     unsandboxed: UnsandboxedOpt = False,
+    idle: Annotated[
+        bool,
+        typer.Option(
+            "--idle/--no-idle",
+            help="Run the idle watchdog: practise, reflect and write the diary while no "
+            "request comes in; a request pre-empts it (`nightschool status` shows the phases).",
+        ),
+    ] = True,
 ) -> None:
     """Serve the agent as an OpenAI-compatible API (POST /v1/chat/completions).
 
     Clients send `Authorization: Bearer $NIGHTSCHOOL_API_KEY`.
 
     Without NIGHTSCHOOL_API_KEY the server only starts on a loopback address.
+
+    While idle it dreams (see `nightschool watch`); each request pre-empts that work.
 
     Ctrl-C stops it cleanly (background reflections get up to a minute to finish).
     """
@@ -158,8 +170,23 @@ def serve(
         sock = bind(host, port)
         try:
             with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
+                from nightschool.cli._idle import ForegroundService, build_watchdog
+                from nightschool.llm.preempt import Foreground
+
+                foreground = Foreground()
+                service = ForegroundService(agent.pipeline, foreground)
+                dog = work = None
+                if idle:
+                    dog, work = build_watchdog(
+                        settings,
+                        agent.store,
+                        agent.model,
+                        agent.sandbox,
+                        foreground=foreground,
+                        playbook=agent.memory,
+                    )
                 app = create_app(
-                    agent.pipeline,
+                    service,
                     store=agent.store,
                     memory=agent.memory,
                     api_key=settings.api_key,
@@ -169,10 +196,21 @@ def serve(
                 logging.basicConfig(
                     level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
                 )
+                if dog is not None:
+                    err.print(
+                        f"idle watchdog on (scale {settings.idle_scale:g}); --no-idle turns it off"
+                    )
+                    dog.start()
                 config = uvicorn.Config(app, log_level="info", access_log=True, lifespan="off")
-                # uvicorn re-raises the Ctrl-C it handled once its shutdown is done
-                with contextlib.suppress(KeyboardInterrupt):
-                    uvicorn.Server(config).run(sockets=[sock])
+                try:
+                    # uvicorn re-raises the Ctrl-C it handled once its shutdown is done
+                    with contextlib.suppress(KeyboardInterrupt):
+                        uvicorn.Server(config).run(sockets=[sock])
+                finally:
+                    if dog is not None and work is not None:
+                        foreground.close()  # idle work gives way at its next model call
+                        dog.stop(timeout_s=SHUTDOWN_WAIT_S)
+                        work.close()
                 err.print("server stopped; closing the agent and the database ...")
         finally:
             sock.close()

@@ -20,13 +20,14 @@ has no tools: `supports_tools` is False.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -51,6 +52,7 @@ from nightschool.llm.catalog import (
     lookup_model,
     resolve_model_file,
 )
+from nightschool.llm.preempt import Preempted
 
 EMBEDDED_MODEL_NAME = DEFAULT_EMBEDDED_MODEL
 """Model name recorded in trajectories for the default embedded model (its catalog name)."""
@@ -371,6 +373,7 @@ class EmbeddedModel:
         seed: int | None = None,
         grammar: str | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        abort: Callable[[], bool] | None = None,
     ) -> Completion:
         """Generate one reply in-process.
 
@@ -385,6 +388,11 @@ class EmbeddedModel:
             tools: native tools, rendered by the chat template when
                 `supports_tools` (calls parsed with `extract_tool_calls`);
                 otherwise ignored and tool turns sent as plain text.
+            abort: polled by llama.cpp during the decode (its abort callback,
+                checked per graph node); when it returns True the call stops
+                within milliseconds and raises `Preempted`
+                (`nightschool.llm.preempt`). Background work passes it so a
+                user turn gets the model at once.
 
         Returns:
             The reply with llama.cpp's token counts. `duration_s` includes the
@@ -394,9 +402,10 @@ class EmbeddedModel:
             UserError: the model cannot be loaded (missing package, part or file).
             ModelResponseError: the prompt does not fit the context window.
             ModelUnavailableError: llama.cpp failed while decoding.
+            Preempted: `abort` returned True.
         """
         start = time.perf_counter()
-        with self._lock:
+        with self._lock, self._abort_hook(abort) as aborted:
             llama = self._ensure_loaded()
             # Forget the previous call's KV cache: reusing a cached prompt prefix
             # re-decodes the last prompt token alone, whose logits differ in the
@@ -422,6 +431,8 @@ class EmbeddedModel:
                     hint="shorten the prompt or raise n_ctx",
                 ) from exc
             except RuntimeError as exc:  # llama_decode returned an error
+                if aborted():
+                    raise Preempted(f"decode aborted for a user turn ({exc})") from exc
                 raise ModelUnavailableError(f"embedded model failed while decoding: {exc}") from exc
             choice = result["choices"][0]
             text = choice["message"].get("content") or ""
@@ -439,6 +450,39 @@ class EmbeddedModel:
             finish_reason="tool_calls" if calls and finish == "stop" else finish,
             tool_calls=calls,
         )
+
+    @contextlib.contextmanager
+    def _abort_hook(self, abort: Callable[[], bool] | None) -> Iterator[Callable[[], bool]]:
+        """Install llama.cpp's abort callback polling `abort` for one call; call under the lock.
+
+        Yields a function telling whether `abort` fired. Raises `Preempted`
+        before any work when `abort` is already True.
+        """
+        if abort is None:
+            yield lambda: False
+            return
+        if abort():
+            raise Preempted("a user turn is in flight")
+        import llama_cpp
+
+        fired = False
+
+        def poll(_data: object) -> bool:
+            nonlocal fired
+            fired = fired or bool(abort())
+            return fired
+
+        llama = self._ensure_loaded()
+        callback = llama_cpp.ggml_abort_callback(poll)  # kept alive until reset below
+        llama_cpp.llama_set_abort_callback(llama._ctx.ctx, callback, None)
+        try:
+            yield lambda: fired
+        finally:
+            if self._llama is not None:
+                llama_cpp.llama_set_abort_callback(
+                    llama._ctx.ctx, llama_cpp.ggml_abort_callback(), None
+                )
+            del callback
 
     def close(self) -> None:
         """Free the model's memory; a later call loads it again."""

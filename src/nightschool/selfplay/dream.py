@@ -35,6 +35,7 @@ SKILLS_K = 2
 if TYPE_CHECKING:
     from nightschool.learning.extraction import ExtractionOutcome, LessonExtractor
     from nightschool.learning.verify import PairedVerifier
+    from nightschool.selfplay.sources import CurriculumSources
 
 DREAM_SEED_LIMIT = 1_000_000
 """Challenge seeds the dream renders lie in [0, this); verification and the
@@ -77,6 +78,8 @@ class CycleResult:
         skills_shown: ids of skills shown under `### WORKED EXAMPLES`.
         skill: what became of a passing solution (None when skills are off or
             the cycle failed).
+        source: where the challenge came from: `template`, `journal`,
+            `generated` or `rotation` (`nightschool.selfplay.sources`).
     """
 
     cluster: str
@@ -93,6 +96,7 @@ class CycleResult:
     lesson: ExtractionOutcome | None = None
     skills_shown: tuple[str, ...] = ()
     skill: SkillOutcome | None = None
+    source: str = "template"
 
 
 class DreamLoop:
@@ -113,6 +117,10 @@ class DreamLoop:
         verifier: runs the controlled comparison for new skills; None stores
             them unverified.
         exclude_templates: templates never practised (a held-out set's).
+        sources: routes cycles to journal mining and generated challenges when
+            the template bank has nothing left to teach
+            (`nightschool.selfplay.sources`); None: template bank only. A
+            cycle with `--cluster` or `--tier` always uses the bank.
     """
 
     def __init__(
@@ -128,7 +136,9 @@ class DreamLoop:
         lessons: bool = True,
         verifier: PairedVerifier | None = None,
         exclude_templates: Collection[str] = (),
+        sources: CurriculumSources | None = None,
     ) -> None:
+        self.sources = sources
         self.extractor = extractor
         self.skills = skills
         self.lessons = lessons
@@ -190,8 +200,17 @@ class DreamLoop:
         """
         started = time.perf_counter()
         pick = self.choose(cluster=cluster, tier=tier)
-        challenge = self.next_challenge(pick)
         notify = on_event or (lambda _msg: None)
+        source, source_reason = "template", ""
+        sourced = None
+        if self.sources is not None and cluster is None and tier is None:
+            sourced = self.sources.choose(pick, self.tracker, on_event=notify)
+            source, source_reason = sourced.source, sourced.reason
+        if sourced is not None and sourced.challenge is not None:
+            challenge = sourced.challenge
+        else:
+            challenge = self.next_challenge(pick)
+        bank = challenge.source == "template"
         notify(f"{challenge.template} · {challenge.tier}")
         from nightschool.learning.skills import recall
 
@@ -217,6 +236,8 @@ class DreamLoop:
                     **result.trajectory.extra,
                     "pick_mode": pick.mode,
                     "pick_reason": pick.reason,
+                    "challenge_source": source,
+                    "source_reason": source_reason,
                 }
             }
         )
@@ -247,9 +268,11 @@ class DreamLoop:
             and result.infrastructure_error is None
         ):
             notify("keeping the solution as a skill")
-            skill = self._learn_skill(challenge, result, stored.id, notify)
+            skill = self._learn_skill(challenge, result, stored.id, notify, verify=bank)
         lesson = None
-        if self.extractor is not None and result.infrastructure_error is None:
+        # Verification renders fresh seeds of the challenge's template, which a
+        # generated challenge does not have: no verified lessons from those yet.
+        if self.extractor is not None and result.infrastructure_error is None and bank:
             notify("extracting a lesson")
             lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
         cycle = CycleResult(
@@ -267,6 +290,7 @@ class DreamLoop:
             lesson=lesson,
             skills_shown=tuple(shown_memory.skill_ids),
             skill=skill,
+            source=source,
         )
         if result.infrastructure_error is not None and not isinstance(
             result.infrastructure_error, ChallengeFaultError
@@ -280,8 +304,15 @@ class DreamLoop:
         result: SolveResult,
         trajectory_id: str,
         notify: Callable[[str], None],
+        *,
+        verify: bool = True,
     ) -> SkillOutcome:
-        """Store a passing solution as a skill, then verify it when it is new."""
+        """Store a passing solution as a skill, then verify it when it is new.
+
+        `verify=False` (a generated challenge: no template to render fresh
+        seeds from) keeps it unverified; it is recalled only for its own
+        challenge, as every skill is only for its own template.
+        """
         from nightschool.learning.skills import learn_skill, passing_code
 
         memory = self.solver.playbook
@@ -289,7 +320,12 @@ class DreamLoop:
         if memory is None or code is None:
             return SkillOutcome("skipped", reason="no passing code on the trajectory")
         learned = learn_skill(memory, challenge, code, source_trajectory_id=trajectory_id)
-        if learned.status != "written" or learned.lesson_id is None or self.verifier is None:
+        if (
+            learned.status != "written"
+            or learned.lesson_id is None
+            or self.verifier is None
+            or not verify
+        ):
             return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
         skill = memory.get(learned.lesson_id)
         if skill is None:

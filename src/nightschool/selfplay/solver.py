@@ -21,7 +21,9 @@ test code the model added anyway is stripped before the run
 
 A model-server or sandbox fault ends the episode as an infrastructure error
 (`outcome=unknown`, `extra["infrastructure_error"]`), never as the agent's
-failure.
+failure; so does a generated challenge (`source` not `template`) whose
+validator crashes in its own code (`validator_crash`): a `ChallengeFaultError`
+after that attempt, instead of more attempts on a broken validator.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from nightschool.challenges import Challenge, evaluate
-from nightschool.errors import InfrastructureError
+from nightschool.challenges import Challenge, evaluate, validator_crash
+from nightschool.errors import ChallengeFaultError, InfrastructureError
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay._attempts import (
@@ -326,9 +328,14 @@ class Solver:
         ]
 
     def _strips(self, challenge: Challenge) -> bool:
-        """Whether top-level test code is stripped: a starter-tier Python function task."""
+        """Whether top-level test code is stripped: a starter-tier Python function task.
+
+        Never for generated challenges (`source` other than `template`): they
+        are whole programs at every tier.
+        """
         return (
             self.config.strip_test_code
+            and challenge.source == "template"
             and challenge.tier == "starter"
             and challenge.solution_file.endswith(".py")
         )
@@ -420,6 +427,9 @@ class Solver:
 
         Raises:
             InfrastructureError: the sandbox failed or the challenge is broken.
+            ChallengeFaultError: a generated challenge's validator crashed in its
+                own code (`validator_crash`), after the call is recorded: no
+                further attempt is spent on a broken validator.
         """
         cfg = self.config
         notify(f"attempt {attempt}/{cfg.max_attempts}: running in sandbox")
@@ -441,6 +451,11 @@ class Solver:
                 duration_s=round(time.perf_counter() - run_start, 4),
             )
         )
+        if not ep.passed and ep.challenge.source != "template":
+            crash = validator_crash(evaluation.validation, ep.challenge.solution_file)
+            if crash is not None:
+                template = ep.challenge.template
+                raise ChallengeFaultError(f"validator of {template} crashed: {crash}")
 
     def _trajectory(
         self,

@@ -254,6 +254,80 @@ M006_SKILLS: tuple[str, ...] = (
     "CREATE INDEX lessons_archive_source_trajectory ON lessons_archive(source_trajectory_id)",
 )
 
+M007_GENERATED_CHALLENGES: tuple[str, ...] = (
+    # Challenges written by the model (or mined from the journal) that passed
+    # every quality gate; id is the challenge hash. `record` holds the
+    # challenge's fields and the gate reports of the attempt that passed.
+    """CREATE TABLE generated_challenges (
+        id TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        cluster TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('llm', 'journal')),
+        source_trajectory_id TEXT,
+        model TEXT NOT NULL,
+        generator_attempts INTEGER NOT NULL CHECK (generator_attempts >= 1),
+        record TEXT NOT NULL CHECK (json_valid(record))
+    )""",
+    "CREATE INDEX generated_challenges_cluster ON generated_challenges(cluster, tier)",
+    "CREATE INDEX generated_challenges_source ON generated_challenges(source_trajectory_id)",
+    *_append_only("generated_challenges"),
+    # Every rejected generator attempt, every unsafe journal turn, and every
+    # accepted challenge later retired (challenge_id set): the named kind says
+    # which gate refused it.
+    """CREATE TABLE challenge_rejections (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at REAL NOT NULL,
+        cluster TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('llm', 'journal')),
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '',
+        attempt INTEGER NOT NULL DEFAULT 1,
+        challenge_id TEXT,
+        source_trajectory_id TEXT,
+        record TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(record))
+    )""",
+    "CREATE INDEX challenge_rejections_kind ON challenge_rejections(kind, created_at)",
+    "CREATE INDEX challenge_rejections_challenge ON challenge_rejections(challenge_id)",
+    "CREATE INDEX challenge_rejections_source ON challenge_rejections(source_trajectory_id)",
+    *_append_only("challenge_rejections"),
+)
+
+M008_PHASE_RUNS: tuple[str, ...] = (
+    # The idle watchdog's log: a `started` row is written before a phase runs
+    # and a closing row (ok / failed / interrupted / skipped) in `finally`. A
+    # phase's cooldown anchor is its latest row's timestamp, so anchors survive
+    # restarts and a crashing phase does not re-fire every tick.
+    """CREATE TABLE phase_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        timestamp REAL NOT NULL,
+        phase TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        status TEXT NOT NULL
+            CHECK (status IN ('started', 'ok', 'failed', 'interrupted', 'skipped')),
+        detail TEXT NOT NULL DEFAULT '',
+        record TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(record))
+    )""",
+    "CREATE INDEX phase_runs_phase ON phase_runs(phase, id)",
+    *_append_only("phase_runs"),
+)
+
+M009_DIARY: tuple[str, ...] = (
+    # The selfhood diary: first-person `entry` rows written after phases, and
+    # `narrative` rows (the consolidated self-story). Append-only.
+    """CREATE TABLE diary (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        timestamp REAL NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('entry', 'narrative')),
+        phase TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        record TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(record))
+    )""",
+    "CREATE INDEX diary_kind ON diary(kind, id)",
+    *_append_only("diary"),
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
@@ -261,5 +335,8 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m004_lesson_memory", M004_LESSON_MEMORY),
     ("m005_eval_runs", M005_EVAL_RUNS),
     ("m006_skills", M006_SKILLS),
+    ("m007_generated_challenges", M007_GENERATED_CHALLENGES),
+    ("m008_phase_runs", M008_PHASE_RUNS),
+    ("m009_diary", M009_DIARY),
 )
 """All migrations this version knows, oldest first."""

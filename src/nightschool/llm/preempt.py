@@ -1,0 +1,158 @@
+"""User turns first: background model work gives way the moment a user turn starts.
+
+`Foreground` counts the user turns in flight (the server and the chat agent
+wrap each turn in `foreground.turn()`). `PreemptibleModel` wraps the model the
+idle work uses (dream cycles, reflections, the diary): before and after every
+call it checks whether a user turn is in flight and raises `Preempted` if so;
+during a call on the embedded llama.cpp model it installs llama.cpp's abort
+callback, so a decode in progress stops at the next graph node and the model's
+lock is free for the user's call.
+
+Measured on Qwen2.5-Coder-1.5B, 2 cores: an abort requested mid-decode ends
+the call 10 ms later; the callback costs nothing measurable per token
+(7.96 s vs 8.07 s for the same 60 tokens). A model behind an
+OpenAI-compatible server cannot be aborted mid-call (the server queues or
+batches the user's request beside it); there the background work stops at
+its next call.
+
+`Preempted` derives from `BaseException`, like `KeyboardInterrupt` and
+`asyncio.CancelledError`, so no `except Exception` in the learning code
+mistakes it for a fault and records it: it unwinds to the watchdog, which
+records the phase as `interrupted`. Store transactions roll back on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from nightschool.llm._protocol import ChatModel, Completion, Message, ToolSpec
+
+
+class Preempted(BaseException):
+    """Background work stopped because a user turn started; not a fault of anything."""
+
+
+class Foreground:
+    """User turns in flight, and when the last one was seen.
+
+    Thread-safe. `clock` (default `time.time`, seconds since the epoch) is
+    injectable for tests.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._active = 0
+        self._closing = False
+        self._last: float | None = None
+        self.preemptions = 0
+        """Background calls stopped by a user turn since start."""
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Mark a user turn in flight for the duration of the block."""
+        with self._cond:
+            self._active += 1
+            self._last = self._clock()
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._last = self._clock()
+                self._cond.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        """True while at least one user turn is in flight, or after `close`."""
+        return self._active > 0 or self._closing
+
+    def close(self) -> None:
+        """Shutting down: from now on background work gives way as if a turn were in flight."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+
+    def last_seen(self) -> float | None:
+        """Epoch seconds of the latest turn start or end in this process; None if none."""
+        with self._cond:
+            return self._last
+
+    def wait_until_busy(self, timeout_s: float) -> bool:
+        """Block until a user turn is in flight or `timeout_s` passes; True when busy.
+
+        The watchdog sleeps on this between ticks, so a turn wakes it at once.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: self.busy, timeout=timeout_s)
+
+
+class PreemptibleModel:
+    """A `ChatModel` for background work that yields to user turns.
+
+    Args:
+        inner: the model shared with the foreground (the same object, so they
+            share the embedded model's lock and weights).
+        foreground: the user-turn signal.
+
+    `complete` raises `Preempted` when a user turn is in flight before the
+    call, starts during it (the embedded model aborts its decode), or is in
+    flight when it returns (the reply is dropped: the work it belonged to is
+    being abandoned). Everything else behaves as `inner`.
+    """
+
+    def __init__(self, inner: ChatModel, foreground: Foreground) -> None:
+        self.inner = inner
+        self.foreground = foreground
+
+    @property
+    def name(self) -> str:
+        """The inner model's name."""
+        return self.inner.name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.inner, attribute)
+
+    def _check(self) -> None:
+        if self.foreground.busy:
+            self.foreground.preemptions += 1
+            raise Preempted("a user turn started; background work gives way")
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> Completion:
+        """Call the inner model unless a user turn is in flight; see the class.
+
+        Raises:
+            Preempted: a user turn is (or became) in flight.
+            ModelUnavailableError, ModelResponseError: as the inner model.
+        """
+        self._check()
+        from nightschool.llm.embedded import EmbeddedModel
+
+        kwargs: dict[str, Any] = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "grammar": grammar,
+        }
+        if tools is not None:
+            kwargs["tools"] = tools
+        if isinstance(self.inner, EmbeddedModel):
+            completion = self.inner.complete(messages, abort=lambda: self.foreground.busy, **kwargs)
+        else:
+            completion = self.inner.complete(messages, **kwargs)
+        self._check()
+        return completion

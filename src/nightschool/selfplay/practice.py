@@ -1,0 +1,190 @@
+"""One place that assembles a practice session: solver, playbook, verifier, extractor, dream loop.
+
+`nightschool dream` (once or `--loop`), the idle watchdog's dream and
+self-play phases, and the chat agent's `self_play` tools all practise through
+`open_practice`, so they behave the same. `consolidate` is the work between
+cycles of a continuous loop (seed 000: drain the backlog before the next
+cycle): reflect on failed trajectories not yet reflected on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nightschool.llm import ChatModel
+from nightschool.sandbox import Sandbox
+from nightschool.selfplay.dream import CycleResult, DreamLoop
+from nightschool.selfplay.frontier import FrontierTracker, adaptive_cooldown
+from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.store import Store
+
+if TYPE_CHECKING:
+    from nightschool.memory import SkillMemory
+
+CONSOLIDATE_REFLECTIONS = 2
+"""Backlog reflections between two cycles of a continuous loop (each is one model call)."""
+FIRST_COOLDOWN_S = 5.0
+"""The adaptive cool-off a continuous loop starts from, seconds (its floor, seed 000)."""
+
+
+@dataclass
+class Practice:
+    """A ready dream loop and what it owns.
+
+    Attributes:
+        loop: the dream loop.
+        playbook: the skill playbook the solver reads and writes (None: off).
+        model: the model the solver and the learning code call.
+    """
+
+    loop: DreamLoop
+    playbook: SkillMemory | None
+    model: ChatModel
+
+
+@contextlib.contextmanager
+def open_practice(
+    store: Store,
+    model: ChatModel,
+    sandbox: Sandbox,
+    *,
+    temperature: float = 0.2,
+    max_tokens: int = 512,
+    lessons: bool = True,
+    skills: bool = True,
+    verify_k: int = 6,
+    seed: int | None = None,
+    playbook: SkillMemory | None = None,
+    session_id: str | None = None,
+    curriculum: bool = True,
+) -> Iterator[Practice]:
+    """Build a dream loop over `store`; closes the playbook it opened on exit.
+
+    Args:
+        store: the open database.
+        model: the model (a `PreemptibleModel` for idle work).
+        sandbox: where solutions run.
+        temperature: the solver's first-attempt temperature.
+        max_tokens: the solver's completion cap, tokens.
+        lessons: show lessons and extract verified ones from failed cycles.
+        skills: keep passing solutions as skills and show verified ones.
+        verify_k: fresh renderings per arm of a verification (0: no
+            verification, so no lesson extraction and unverified skills).
+        seed: seeds the loop's choices (None: random).
+        playbook: an already open playbook to share (e.g. the chat server's);
+            None opens one when lessons or skills are on.
+        session_id: recorded on every trajectory.
+        curriculum: route through journal mining and generated challenges
+            when the template bank has nothing left to teach (see
+            `nightschool.selfplay.sources`); False: template bank only.
+    """
+    from nightschool.learning.extraction import LessonExtractor
+    from nightschool.learning.verify import PairedVerifier
+
+    owned = None
+    if playbook is None and (lessons or skills):
+        from nightschool.memory import SkillMemory
+
+        playbook = owned = SkillMemory(store)
+    try:
+        solver = Solver(
+            model, sandbox, SolverConfig(temperature=temperature, max_tokens=max_tokens)
+        )
+        solver.playbook = playbook
+        verifier = (
+            PairedVerifier(solver, store=store, k=verify_k) if verify_k and playbook else None
+        )
+        extractor = (
+            LessonExtractor(model, playbook, solver, verifier=verifier)
+            if lessons and verifier is not None and playbook is not None
+            else None
+        )
+        rng = random.Random(seed) if seed is not None else random.Random()
+        sources = None
+        if curriculum:
+            from nightschool.selfplay.sources import CurriculumSources
+
+            sources = CurriculumSources(store, model, sandbox, rng=rng)
+        loop = DreamLoop(
+            store,
+            solver,
+            FrontierTracker(store),
+            rng=rng,
+            session_id=session_id,
+            extractor=extractor,
+            skills=skills,
+            lessons=lessons,
+            verifier=verifier,
+            sources=sources,
+        )
+        yield Practice(loop, playbook, model)
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def consolidate(practice: Practice, *, limit: int = CONSOLIDATE_REFLECTIONS) -> int:
+    """Reflect on up to `limit` failed trajectories not yet reflected on; returns how many.
+
+    Raises:
+        Preempted: a user turn started (idle work).
+        InfrastructureError: the model failed on every try (the reflector
+            stops early and releases its claims).
+    """
+    if practice.playbook is None or limit <= 0:
+        return 0
+    from nightschool.learning.reflection import Reflector
+    from nightschool.learning.sink import PlaybookSink
+
+    reflector = Reflector(practice.loop.store, practice.model, sink=PlaybookSink(practice.playbook))
+    return reflector.run(limit).reflected
+
+
+def run_loop(
+    practice: Practice,
+    *,
+    should_stop: Callable[[], bool],
+    sleep: Callable[[float], bool],
+    on_cycle: Callable[[int, CycleResult], None] | None = None,
+    on_event: Callable[[str], None] | None = None,
+    max_cycles: int | None = None,
+    consolidate_limit: int = CONSOLIDATE_REFLECTIONS,
+    cooldown_scale: float = 1.0,
+) -> list[CycleResult]:
+    """Cycle until `should_stop()` (or `max_cycles`), consolidating and cooling off between.
+
+    After each cycle: `consolidate` (reflect on the backlog), then a pause of
+    the adaptive cool-off (seed 000: halve after progress, x0.75 after a flat
+    win, x2 after a failure, within 5-180 s) times `cooldown_scale`, through
+    `sleep(seconds)`, which returns True when woken to stop.
+
+    Raises:
+        InfrastructureError: a cycle hit a model or sandbox fault (stored as an
+            `unknown` trajectory first).
+        Preempted: a user turn started.
+    """
+    results: list[CycleResult] = []
+    cooldown = FIRST_COOLDOWN_S
+    tracker = practice.loop.tracker
+    while not should_stop() and (max_cycles is None or len(results) < max_cycles):
+        cycle = practice.loop.run_cycle(on_event=on_event)
+        results.append(cycle)
+        if on_cycle is not None:
+            on_cycle(len(results) - 1, cycle)
+        if should_stop():
+            break
+        if on_event is not None:
+            on_event("consolidating: reflecting on the backlog")
+        consolidate(practice, limit=consolidate_limit)
+        runs = tracker.runs(cycle.cluster)
+        if runs and runs[-1].trajectory_id == cycle.trajectory_id:
+            cooldown = adaptive_cooldown(cooldown, runs[-1])
+        if on_event is not None:
+            on_event(f"cooling off {cooldown * cooldown_scale:.1f}s")
+        if sleep(cooldown * cooldown_scale):
+            break
+    return results

@@ -1,0 +1,270 @@
+"""What each idle phase does, on nightschool's real parts.
+
+Every model call goes through the `PreemptibleModel` the caller passes, so a
+user turn stops any phase (`Preempted`, recorded as `interrupted`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from nightschool.llm import ChatModel
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+from nightschool.watchdog import PhaseResult
+
+if TYPE_CHECKING:
+    from nightschool.memory import SkillMemory
+
+logger = logging.getLogger("nightschool.watchdog")
+
+DREAM_PHASE_CYCLES = 3
+"""Self-play cycles of one dream phase (then one consolidation)."""
+JOURNAL_DRAIN_LIMIT = 3
+"""Failed chat turns reflected on per journal drain."""
+REFLECTION_LIMIT = 5
+"""Failed trajectories reflected on per reflection phase."""
+SKILLS_LIMIT = 2
+"""Unfinished skill verifications retried per skills phase."""
+SELFPLAY_ENTRY_GAP_S = 1800.0
+"""Self-play writes a diary entry at most every this many seconds (times the
+scale), or when interrupted: one line per 5-180 s cycle would drown the diary."""
+
+
+class NightschoolWork:
+    """The phases' work (`nightschool.watchdog.IdleWork`).
+
+    Args:
+        store: the database.
+        model: a `PreemptibleModel` (or any model, for `nightschool watch`).
+        sandbox: where generated code runs.
+        playbook: the skill playbook to share (the server's); None opens one
+            on first use and `close` closes it.
+        temperature, max_tokens: the solver's settings.
+        verify_k: fresh renderings per arm when verifying lessons and skills.
+        scale: the watchdog's time scale (self-play's cool-off, diary gap).
+        clock: epoch seconds.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        model: ChatModel,
+        sandbox: Sandbox,
+        *,
+        playbook: SkillMemory | None = None,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        verify_k: int = 6,
+        scale: float = 1.0,
+        clock: Any = time.time,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.sandbox = sandbox
+        self._playbook = playbook
+        self._owned: SkillMemory | None = None
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.verify_k = verify_k
+        self.scale = scale
+        self.clock = clock
+        self._selfplay_cooldown = 5.0
+        self._last_selfplay_entry = 0.0
+
+    @property
+    def playbook(self) -> SkillMemory:
+        """The shared playbook, opened on first use."""
+        if self._playbook is None:
+            from nightschool.memory import SkillMemory
+
+            self._playbook = self._owned = SkillMemory(self.store)
+        return self._playbook
+
+    def close(self) -> None:
+        """Close the playbook if this object opened it."""
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = self._playbook = None
+
+    def unavailable(self, phase: str) -> str | None:
+        """Why a phase cannot run here; `retrain` waits for the learned models."""
+        if phase == "retrain":
+            return "no learned router or process reward model to retrain yet"
+        return None
+
+    def run(self, phase: str) -> PhaseResult:
+        """Run one phase (see `nightschool.watchdog.PHASES`).
+
+        Raises:
+            ValueError: unknown phase.
+            Preempted: a user turn started.
+        """
+        handlers = {
+            "journal": self._journal,
+            "dream": self._dream,
+            "reflection": self._reflection,
+            "skills": self._skills,
+            "diary": self._diary,
+            "selfplay": self._selfplay,
+        }
+        if phase not in handlers:
+            raise ValueError(f"no work for phase {phase!r}")
+        return handlers[phase]()
+
+    def after(self, phase: str, started_at: float, status: str) -> None:
+        """Write the phase's diary entry (self-play: at most every `SELFPLAY_ENTRY_GAP_S`)."""
+        if phase in ("diary", "retrain") or status == "skipped":
+            return
+        now = self.clock()
+        if phase == "selfplay":
+            gap = SELFPLAY_ENTRY_GAP_S * self.scale
+            if status != "interrupted" and now - self._last_selfplay_entry < gap:
+                return
+            since = self._last_selfplay_entry or started_at
+            self._last_selfplay_entry = now
+        else:
+            since = started_at
+        from nightschool.selfhood import Diary, facts_since
+
+        Diary(self.store).write_entry(phase, facts_since(self.store, since, now))
+
+    # -- phases ------------------------------------------------------------------
+
+    def _reflector(self) -> Any:
+        from nightschool.learning.reflection import Reflector
+        from nightschool.learning.sink import PlaybookSink
+
+        return Reflector(self.store, self.model, sink=PlaybookSink(self.playbook))
+
+    def _journal(self) -> PhaseResult:
+        reflector = self._reflector()
+        turns = [t for t in reflector.pending(50) if t.task_kind == "chat"][:JOURNAL_DRAIN_LIMIT]
+        if not turns:
+            return PhaseResult("skipped", "no failed chat turn waiting")
+        outcomes = [reflector.reflect_one(t) for t in turns]
+        learned = sum(o.status == "reflected" for o in outcomes)
+        return PhaseResult(
+            "ok",
+            f"reflected on {learned} of {len(turns)} failed chat turn(s)",
+            {"turns": len(turns), "reflected": learned},
+        )
+
+    def _practice(self) -> Any:
+        from nightschool.selfplay.practice import open_practice
+
+        return open_practice(
+            self.store,
+            self.model,
+            self.sandbox,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            verify_k=self.verify_k,
+            playbook=self.playbook,
+            session_id=f"idle-{int(self.clock())}",
+        )
+
+    def _dream(self) -> PhaseResult:
+        from nightschool.selfplay.practice import consolidate
+
+        with self._practice() as practice:
+            cycles = practice.loop.run(DREAM_PHASE_CYCLES)
+            reflected = consolidate(practice)
+        passed = sum(c.passed for c in cycles)
+        return PhaseResult(
+            "ok",
+            f"{len(cycles)} cycle(s), {passed} passed; {reflected} reflection(s)",
+            {"cycles": len(cycles), "passed": passed, "reflected": reflected},
+        )
+
+    def _reflection(self) -> PhaseResult:
+        reflector = self._reflector()
+        if not reflector.pending(1):
+            return PhaseResult("skipped", "no failed trajectory waiting")
+        report = reflector.run(REFLECTION_LIMIT)
+        return PhaseResult(
+            "ok",
+            f"reflected {report.reflected}, unparseable {report.unparseable}, "
+            f"errors {report.errors}",
+            {"reflected": report.reflected, "errors": report.errors},
+        )
+
+    def _skills(self) -> PhaseResult:
+        from nightschool.challenges import templates
+        from nightschool.learning.verify import PairedVerifier
+        from nightschool.memory import RetrievedLesson, format_worked_examples
+        from nightschool.selfplay.solver import Solver, SolverConfig
+
+        bank = {t.name for t in templates()}
+        waiting = [
+            s
+            for s in self.playbook.list(kind="skill", verified=False)
+            if "verification" not in (s.extra or {}) and s.template in bank and s.tier
+        ][:SKILLS_LIMIT]
+        if not waiting or not self.verify_k:
+            return PhaseResult("skipped", "no skill waiting for verification")
+        solver = Solver(
+            self.model,
+            self.sandbox,
+            SolverConfig(temperature=self.temperature, max_tokens=self.max_tokens),
+        )
+        solver.playbook = self.playbook
+        verifier = PairedVerifier(solver, store=self.store, k=self.verify_k)
+        verified = 0
+        for skill in waiting:
+            item = RetrievedLesson(
+                lesson=skill, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1
+            )
+            section = format_worked_examples([item], token_budget=10_000)
+            verification = verifier.compare(
+                skill.template,
+                skill.tier,
+                skills=[section] if section else [],
+                skill_ids=[skill.id],
+                exclude_hash=skill.challenge_hash,
+            )
+            if verification.infrastructure_error is not None:
+                from nightschool.errors import InfrastructureError
+
+                raise InfrastructureError(
+                    f"verifying skill {skill.id} stopped: {verification.infrastructure_error}"
+                )
+            self.playbook.set_verified(skill.id, verification.helps, verification.record())
+            verified += int(verification.helps)
+        return PhaseResult(
+            "ok",
+            f"verified {verified} of {len(waiting)} skill(s)",
+            {"checked": len(waiting), "verified": verified},
+        )
+
+    def _diary(self) -> PhaseResult:
+        from nightschool.selfhood import consolidate
+
+        entry = consolidate(self.store, self.model)
+        if entry is None:
+            return PhaseResult("skipped", "nothing to tell yet")
+        return PhaseResult("ok", entry.text[:160], {"diary_id": entry.id})
+
+    def _selfplay(self) -> PhaseResult:
+        from nightschool.selfplay.frontier import adaptive_cooldown
+
+        with self._practice() as practice:
+            cycle = practice.loop.run_cycle()
+            runs = practice.loop.tracker.runs(cycle.cluster)
+        if runs and runs[-1].trajectory_id == cycle.trajectory_id:
+            self._selfplay_cooldown = adaptive_cooldown(self._selfplay_cooldown, runs[-1])
+        mark = "passed" if cycle.passed else "failed"
+        if cycle.infrastructure_error:
+            mark = f"challenge fault: {cycle.infrastructure_error[:80]}"
+        return PhaseResult(
+            "ok",
+            f"{cycle.template} ({cycle.source}) {mark} after {cycle.attempts} attempt(s)",
+            {
+                "trajectory_id": cycle.trajectory_id,
+                "passed": cycle.passed,
+                "source": cycle.source,
+                "cooldown_s": self._selfplay_cooldown,
+            },
+        )
