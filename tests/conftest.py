@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +22,9 @@ import pytest
 from nightschool.store import Store
 
 Reply = Callable[[list[dict[str, Any]]], str]
+
+NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"
+"""The `nightschool` console script of the running environment."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,6 +54,67 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NIGHTSCHOOL_MODEL", "smollm2-135m")
     return home
+
+
+class ServeProcess:
+    """`nightschool serve --port 0` in a subprocess; its output lines are collected.
+
+    Args:
+        home: NIGHTSCHOOL_HOME of the server.
+        extra_env: more environment variables (NIGHTSCHOOL_MODEL stays the
+            suite's small model; NIGHTSCHOOL_BASE_URL is removed).
+    """
+
+    def __init__(self, home: Path, extra_env: dict[str, str]) -> None:
+        env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), **extra_env}
+        env.pop("NIGHTSCHOOL_BASE_URL", None)
+        self.proc = subprocess.Popen(
+            [str(NIGHTSCHOOL), "serve", "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+            self.lines.put(line)
+
+    def base_url(self, timeout_s: float = 180.0) -> str:
+        """Wait for the "listening on" line; return the announced base URL (.../v1)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=1.0)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            found = re.search(r"listening on (http://\S+/v1)", line)
+            if found:
+                return found.group(1)
+        raise AssertionError("serve did not start:\n" + "".join(self.output))
+
+    def stop(self, timeout_s: float = 90.0) -> int:
+        """Ctrl-C the server and return its exit code; kill it and fail after `timeout_s`."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("serve ignored Ctrl-C:\n" + "".join(self.output[-40:])) from None
+
+
+@pytest.fixture
+def serve_process() -> type[ServeProcess]:
+    """`serve_process(home, extra_env)` starts `nightschool serve --port 0` in a subprocess."""
+    return ServeProcess
 
 
 @pytest.fixture

@@ -5,14 +5,8 @@ server that goes down mid-session."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import re
-import signal
 import sqlite3
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,57 +35,12 @@ NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"
 # -- nightschool serve as a subprocess, the real openai client --------------------------------
 
 
-class ServeProcess:
-    """`nightschool serve --port 0` in a subprocess; its stderr lines are collected."""
-
-    def __init__(self, home: Path, extra_env: dict[str, str]) -> None:
-        env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), **extra_env}
-        env.pop("NIGHTSCHOOL_BASE_URL", None)  # NIGHTSCHOOL_MODEL: the suite's small model
-        self.proc = subprocess.Popen(
-            [str(NIGHTSCHOOL), "serve", "--port", "0"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-
-    def base_url(self, timeout_s: float = 180.0) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=1.0)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            found = re.search(r"listening on (http://\S+/v1)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError("serve did not start:\n" + "".join(self.output))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            return self.proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-
-
 @pytest.mark.e2e
-def test_openai_client_against_nightschool_serve_with_the_embedded_model(tmp_path: Path) -> None:
+def test_openai_client_against_nightschool_serve_with_the_embedded_model(
+    tmp_path: Path, serve_process: Callable[..., Any]
+) -> None:
     home = tmp_path / "home"
-    server = ServeProcess(home, {"NIGHTSCHOOL_API_KEY": KEY, "NIGHTSCHOOL_MAX_TOKENS": "40"})
+    server = serve_process(home, {"NIGHTSCHOOL_API_KEY": KEY, "NIGHTSCHOOL_MAX_TOKENS": "40"})
     try:
         base_url = server.base_url()
         root = base_url.removesuffix("/v1")

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,53 +29,8 @@ NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"
 SCALE = 0.02
 
 
-class Serve:
-    def __init__(self, home: Path) -> None:
-        env = {
-            **os.environ,
-            "NIGHTSCHOOL_HOME": str(home),
-            "NIGHTSCHOOL_IDLE_SCALE": str(SCALE),
-            "NIGHTSCHOOL_MAX_TOKENS": "300",
-        }
-        env.pop("NIGHTSCHOOL_BASE_URL", None)
-        self.proc = subprocess.Popen(
-            [str(NIGHTSCHOOL), "serve", "--port", "0"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.output: list[str] = []
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-
-    def base_url(self) -> str:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=1.0)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            if found := re.search(r"listening on (http://\S+/v1)", line):
-                return found.group(1)
-        raise AssertionError("serve did not start:\n" + "".join(self.output))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            return self.proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError("serve ignored Ctrl-C:\n" + "".join(self.output[-40:])) from None
+def _env() -> dict[str, str]:
+    return {"NIGHTSCHOOL_IDLE_SCALE": str(SCALE), "NIGHTSCHOOL_MAX_TOKENS": "300"}
 
 
 def _rows(db: Path) -> list[tuple[float, str, str, str]]:
@@ -93,7 +47,7 @@ def _rows(db: Path) -> list[tuple[float, str, str, str]]:
         conn.close()
 
 
-def _wait_for(predicate, timeout_s: float, what: str, serve: Serve):  # type: ignore[no-untyped-def]
+def _wait_for(predicate, timeout_s: float, what: str, serve: Any):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if (found := predicate()) is not None:
@@ -103,10 +57,12 @@ def _wait_for(predicate, timeout_s: float, what: str, serve: Serve):  # type: ig
     raise AssertionError(f"timed out waiting for {what}:\n" + "".join(serve.output[-40:]))
 
 
-def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(tmp_path: Path) -> None:
+def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(
+    tmp_path: Path, serve_process: Callable[..., Any]
+) -> None:
     home = tmp_path / "home"
     db = home / "nightschool.db"
-    serve = Serve(home)
+    serve = serve_process(home, _env())
     try:
         base_url = serve.base_url()
         db = next(home.rglob("*.db"), db)
@@ -140,11 +96,11 @@ def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(tmp_path: Path) -> N
         assert status == "interrupted"
         assert closed_at - sent < 1.0, f"the dream gave way {closed_at - sent:.2f} s after the turn"
     finally:
-        assert serve.stop() == 0
+        assert serve.stop(timeout_s=120) == 0
     interrupted_at = closed_at
 
     # restart: the dream's anchor (36 s cooldown, scaled) is read back from the database
-    serve = Serve(home)
+    serve = serve_process(home, _env())
     try:
         serve.base_url()
         restarted = time.time()
@@ -159,7 +115,7 @@ def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(tmp_path: Path) -> N
         journal_after = [r for r in _rows(db) if r[1] == "journal" and r[0] > restarted]
         assert journal_after, "the journal drain did not run after the restart"
     finally:
-        assert serve.stop() == 0
+        assert serve.stop(timeout_s=120) == 0
     status = subprocess.run(
         [str(NIGHTSCHOOL), "status"],
         env={

@@ -54,6 +54,12 @@ BaseUrlOpt = Annotated[
         show_default=False,
     ),
 ]
+UnsandboxedCodeOpt = Annotated[
+    bool,
+    typer.Option("--unsandboxed", help="Run generated code WITHOUT bubblewrap isolation (unsafe)."),
+]
+"""`--unsandboxed` of the commands that run model-written code (`dream`, `watch`)."""
+
 ApiKeyOpt = Annotated[
     str | None,
     typer.Option(

@@ -17,6 +17,7 @@ from nightschool.cli._common import (
     BaseUrlOpt,
     ModelOpt,
     ModelPathOpt,
+    UnsandboxedCodeOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -90,12 +91,7 @@ def watch(
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
-    unsandboxed: Annotated[
-        bool,
-        typer.Option(
-            "--unsandboxed", help="Run generated code WITHOUT bubblewrap isolation (unsafe)."
-        ),
-    ] = False,
+    unsandboxed: UnsandboxedCodeOpt = False,
     once: Annotated[
         bool, typer.Option("--once", help="Run the phase due now (if any) and exit.")
     ] = False,
@@ -158,7 +154,7 @@ def watch(
 
 def phase_table(store: Store, settings: Settings) -> Table:
     """The watchdog's phases: window, cooldown, last run, next eligibility."""
-    from nightschool.watchdog import PHASES, PhaseLog
+    from nightschool.watchdog import PHASES, PhaseLog, phase_cooldown_s
 
     scale = settings.idle_scale
     log = PhaseLog(store)
@@ -172,11 +168,7 @@ def phase_table(store: Store, settings: Settings) -> Table:
             window = f"{_span(spec.min_idle_s * scale)}-{_span(spec.max_idle_s * scale)}"
         latest = log.latest(spec.name)
         closed = log.last_closed(spec.name)
-        cooldown = spec.cooldown_s * scale
-        if spec.adaptive and closed is not None:
-            value = closed.record.get("cooldown_s")
-            if isinstance(value, int | float):
-                cooldown = float(value) * scale
+        cooldown = phase_cooldown_s(log, spec, scale)
         last = "never"
         if closed is not None:
             last = f"{_ago(now - closed.timestamp)} {closed.status}"

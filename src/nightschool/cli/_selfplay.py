@@ -24,6 +24,7 @@ from nightschool.cli._common import (
     BaseUrlOpt,
     ModelOpt,
     ModelPathOpt,
+    UnsandboxedCodeOpt,
     err,
     errors_to_exit_codes,
     open_store,
@@ -118,12 +119,7 @@ def dream(
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
-    unsandboxed: Annotated[
-        bool,
-        typer.Option(
-            "--unsandboxed", help="Run generated code WITHOUT bubblewrap isolation (unsafe)."
-        ),
-    ] = False,
+    unsandboxed: UnsandboxedCodeOpt = False,
 ) -> None:
     """Run self-play cycles: pick a challenge, solve it with the model, judge it in a sandbox.
 
@@ -139,26 +135,22 @@ def dream(
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         try:
-            with (
-                err.status("loading the skill playbook ..."),
-                contextlib.ExitStack() as stack,
-            ):
-                practice = stack.enter_context(
-                    open_practice(
-                        store,
-                        chat_model,
-                        sandbox,
-                        temperature=settings.temperature,
-                        max_tokens=settings.max_tokens,
-                        lessons=lessons,
-                        skills=skills,
-                        verify_k=verify_k,
-                        seed=seed,
-                        curriculum=curriculum and cluster is None and tier is None,
+            with contextlib.ExitStack() as stack:
+                with err.status("loading the skill playbook ..."):
+                    practice = stack.enter_context(
+                        open_practice(
+                            store,
+                            chat_model,
+                            sandbox,
+                            temperature=settings.temperature,
+                            max_tokens=settings.max_tokens,
+                            lessons=lessons,
+                            skills=skills,
+                            verify_k=verify_k,
+                            seed=seed,
+                            curriculum=curriculum and cluster is None and tier is None,
+                        )
                     )
-                )
-                stack = stack.pop_all()
-            with stack:
                 _dream_run(practice, settings, chat_model.name, cycles, cluster, tier, loop)
         finally:
             store.close()

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nightschool.challenges import Challenge
 from nightschool.learning.guard import task_summary
@@ -32,6 +33,10 @@ from nightschool.memory import (
     format_worked_examples,
 )
 from nightschool.trajectory import ToolCall
+
+if TYPE_CHECKING:
+    from nightschool.learning.verify import PairedVerifier, Verification
+    from nightschool.memory import Lesson
 
 SKILL_CONFIDENCE = 0.5
 """Starting confidence of a skill: its code passed the validator once, unverified."""
@@ -198,6 +203,45 @@ def learn_skill(
             "seed": challenge.seed,
             "prompt_sha": prompt_sha(challenge.prompt),
         },
+    )
+
+
+def verify_skill(
+    verifier: PairedVerifier,
+    skill: Lesson,
+    *,
+    exclude_prompt: str = "",
+    on_event: Callable[[str], None] | None = None,
+) -> Verification:
+    """Solve fresh renderings of `skill`'s template with and without it, through the gate.
+
+    The skill is shown alone as a `### WORKED EXAMPLES` section (no token
+    budget cut); its own challenge (`skill.challenge_hash`, and `exclude_prompt`
+    when given) is never one of the renderings. The caller stores the verdict
+    (`SkillMemory.set_verified`).
+
+    Args:
+        verifier: the paired comparison (its `k` renderings per arm).
+        skill: a skill row with `template` and `tier` from the template bank.
+        exclude_prompt: the source challenge's prompt, also excluded.
+        on_event: progress lines.
+
+    Returns:
+        The `Verification` (`helps`, `record()`, `infrastructure_error`).
+
+    Raises:
+        ValueError: the skill's template is not in the bank.
+    """
+    item = RetrievedLesson(lesson=skill, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1)
+    section = format_worked_examples([item], token_budget=10_000)
+    return verifier.compare(
+        skill.template,
+        skill.tier,
+        skills=[section] if section else [],
+        skill_ids=[skill.id],
+        exclude_hash=skill.challenge_hash,
+        exclude_prompt=exclude_prompt,
+        on_event=on_event,
     )
 
 

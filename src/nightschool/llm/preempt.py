@@ -83,14 +83,6 @@ class Foreground:
         with self._cond:
             return self._last
 
-    def wait_until_busy(self, timeout_s: float) -> bool:
-        """Block until a user turn is in flight or `timeout_s` passes; True when busy.
-
-        The watchdog sleeps on this between ticks, so a turn wakes it at once.
-        """
-        with self._cond:
-            return self._cond.wait_for(lambda: self.busy, timeout=timeout_s)
-
 
 class PreemptibleModel:
     """A `ChatModel` for background work that yields to user turns.

@@ -313,7 +313,7 @@ class DreamLoop:
         seeds from) keeps it unverified; it is recalled only for its own
         challenge, as every skill is only for its own template.
         """
-        from nightschool.learning.skills import learn_skill, passing_code
+        from nightschool.learning.skills import learn_skill, passing_code, verify_skill
 
         memory = self.solver.playbook
         code = passing_code(result.trajectory.tool_calls)
@@ -330,18 +330,8 @@ class DreamLoop:
         skill = memory.get(learned.lesson_id)
         if skill is None:
             return SkillOutcome("skipped", reason="the new skill vanished before verification")
-        from nightschool.memory import RetrievedLesson, format_worked_examples
-
-        item = RetrievedLesson(lesson=skill, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1)
-        section = format_worked_examples([item], token_budget=10_000)
-        verification = self.verifier.compare(
-            challenge.template,
-            challenge.tier,
-            skills=[section] if section else [],
-            skill_ids=[skill.id],
-            exclude_hash=challenge.challenge_hash,
-            exclude_prompt=challenge.prompt,
-            on_event=notify,
+        verification = verify_skill(
+            self.verifier, skill, exclude_prompt=challenge.prompt, on_event=notify
         )
         record = verification.record()
         if verification.infrastructure_error is not None:

@@ -144,6 +144,18 @@ def consolidate(practice: Practice, *, limit: int = CONSOLIDATE_REFLECTIONS) -> 
     return reflector.run(limit).reflected
 
 
+def next_cooldown(tracker: FrontierTracker, cycle: CycleResult, current_s: float) -> float:
+    """The adaptive cool-off after `cycle`, seconds (`adaptive_cooldown` of its frontier run).
+
+    A cycle without a frontier run (a challenge or infrastructure fault) keeps
+    `current_s`.
+    """
+    runs = tracker.runs(cycle.cluster)
+    if runs and runs[-1].trajectory_id == cycle.trajectory_id:
+        return adaptive_cooldown(current_s, runs[-1])
+    return current_s
+
+
 def run_loop(
     practice: Practice,
     *,
@@ -180,9 +192,7 @@ def run_loop(
         if on_event is not None:
             on_event("consolidating: reflecting on the backlog")
         consolidate(practice, limit=consolidate_limit)
-        runs = tracker.runs(cycle.cluster)
-        if runs and runs[-1].trajectory_id == cycle.trajectory_id:
-            cooldown = adaptive_cooldown(cooldown, runs[-1])
+        cooldown = next_cooldown(tracker, cycle, cooldown)
         if on_event is not None:
             on_event(f"cooling off {cooldown * cooldown_scale:.1f}s")
         if sleep(cooldown * cooldown_scale):

@@ -97,6 +97,20 @@ class PhaseResult:
     record: Mapping[str, Any] = field(default_factory=dict)
 
 
+def phase_cooldown_s(log: PhaseLog, spec: PhaseSpec, scale: float) -> float:
+    """Seconds from a phase's anchor until it may run again, times `scale`.
+
+    An adaptive phase (self-play) takes the `cooldown_s` its last run recorded
+    (unscaled seconds), else its spec's.
+    """
+    cooldown = spec.cooldown_s
+    if spec.adaptive and (last := log.last_closed(spec.name)) is not None:
+        value = last.record.get("cooldown_s")
+        if isinstance(value, int | float) and value >= 0:
+            cooldown = float(value)
+    return cooldown * scale
+
+
 class IdleWork(Protocol):
     """The work behind the phases (`nightschool.watchdog.work.NightschoolWork`)."""
 
@@ -195,12 +209,7 @@ class Watchdog:
 
     def cooldown_s(self, spec: PhaseSpec) -> float:
         """The phase's scaled cooldown (an adaptive phase's from its last run)."""
-        cooldown = spec.cooldown_s
-        if spec.adaptive and (last := self.log.last_closed(spec.name)) is not None:
-            value = last.record.get("cooldown_s")
-            if isinstance(value, int | float) and value >= 0:
-                cooldown = float(value)
-        return cooldown * self.scale
+        return phase_cooldown_s(self.log, spec, self.scale)
 
     def statuses(self) -> list[PhaseStatus]:
         """Every phase's last run and next eligibility."""
@@ -318,4 +327,5 @@ __all__ = [
     "PhaseSpec",
     "PhaseStatus",
     "Watchdog",
+    "phase_cooldown_s",
 ]

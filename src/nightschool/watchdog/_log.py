@@ -107,15 +107,6 @@ class PhaseLog:
         )
         return _row(rows[0]) if rows else None
 
-    def history(self, limit: int = 50) -> list[PhaseRow]:
-        """The latest `limit` rows of every phase, newest first."""
-        rows = self.store.query(
-            "SELECT timestamp, phase, run_id, status, detail, record FROM phase_runs "
-            "ORDER BY id DESC LIMIT ?",
-            (limit,),
-        )
-        return [_row(r) for r in rows]
-
 
 def _row(row: tuple[Any, ...]) -> PhaseRow:
     try:

@@ -193,8 +193,8 @@ class NightschoolWork:
 
     def _skills(self) -> PhaseResult:
         from nightschool.challenges import templates
+        from nightschool.learning.skills import verify_skill
         from nightschool.learning.verify import PairedVerifier
-        from nightschool.memory import RetrievedLesson, format_worked_examples
         from nightschool.selfplay.solver import Solver, SolverConfig
 
         bank = {t.name for t in templates()}
@@ -214,17 +214,7 @@ class NightschoolWork:
         verifier = PairedVerifier(solver, store=self.store, k=self.verify_k)
         verified = 0
         for skill in waiting:
-            item = RetrievedLesson(
-                lesson=skill, score=1.0, bm25_score=0.0, vector_score=0.0, rank=1
-            )
-            section = format_worked_examples([item], token_budget=10_000)
-            verification = verifier.compare(
-                skill.template,
-                skill.tier,
-                skills=[section] if section else [],
-                skill_ids=[skill.id],
-                exclude_hash=skill.challenge_hash,
-            )
+            verification = verify_skill(verifier, skill)
             if verification.infrastructure_error is not None:
                 from nightschool.errors import InfrastructureError
 
@@ -248,13 +238,13 @@ class NightschoolWork:
         return PhaseResult("ok", entry.text[:160], {"diary_id": entry.id})
 
     def _selfplay(self) -> PhaseResult:
-        from nightschool.selfplay.frontier import adaptive_cooldown
+        from nightschool.selfplay.practice import next_cooldown
 
         with self._practice() as practice:
             cycle = practice.loop.run_cycle()
-            runs = practice.loop.tracker.runs(cycle.cluster)
-        if runs and runs[-1].trajectory_id == cycle.trajectory_id:
-            self._selfplay_cooldown = adaptive_cooldown(self._selfplay_cooldown, runs[-1])
+            self._selfplay_cooldown = next_cooldown(
+                practice.loop.tracker, cycle, self._selfplay_cooldown
+            )
         mark = "passed" if cycle.passed else "failed"
         if cycle.infrastructure_error:
             mark = f"challenge fault: {cycle.infrastructure_error[:80]}"
