@@ -63,13 +63,14 @@ class ServeProcess:
         home: NIGHTSCHOOL_HOME of the server.
         extra_env: more environment variables (NIGHTSCHOOL_MODEL stays the
             suite's small model; NIGHTSCHOOL_BASE_URL is removed).
+        args: more `serve` options (e.g. `--no-idle`).
     """
 
-    def __init__(self, home: Path, extra_env: dict[str, str]) -> None:
+    def __init__(self, home: Path, extra_env: dict[str, str], args: tuple[str, ...] = ()) -> None:
         env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), **extra_env}
         env.pop("NIGHTSCHOOL_BASE_URL", None)
         self.proc = subprocess.Popen(
-            [str(NIGHTSCHOOL), "serve", "--port", "0"],
+            [str(NIGHTSCHOOL), "serve", "--port", "0", *args],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -113,7 +114,7 @@ class ServeProcess:
 
 @pytest.fixture
 def serve_process() -> type[ServeProcess]:
-    """`serve_process(home, extra_env)` starts `nightschool serve --port 0` in a subprocess."""
+    """`serve_process(home, extra_env, args=())` starts `nightschool serve --port 0 *args`."""
     return ServeProcess
 
 

@@ -112,7 +112,7 @@ def test_every_operation_conforms_to_the_published_schema(store: Store, tmp_path
                 run_operation(operation, mode, sent)
     finally:
         close()
-    assert len(operations) == 11, [op.label for op in operations]
+    assert len(operations) == 14, [op.label for op in operations]
     assert all(count > 0 for count in sent.values()) and len(sent) == len(operations)
     assert sum(sent.values()) >= 12 * MAX_EXAMPLES, sent
 

@@ -51,3 +51,27 @@ def test_user_turn_aborts_a_background_decode_within_one_second() -> None:
     assert answered - arrived < 30
     # the model still works for background calls once the turn is over
     assert background.complete([{"role": "user", "content": "hi"}], max_tokens=4).tokens_out >= 1
+
+
+def test_a_stop_request_aborts_a_background_decode_too() -> None:
+    """`stop_self_play` from the admin API: no user turn, the decode still stops at once."""
+    model = make_model(Settings())
+    model.complete([{"role": "user", "content": "hi"}], max_tokens=1)
+    stop = threading.Event()
+    background = PreemptibleModel(model, Foreground(), stop=stop.is_set)
+    stopped_at: list[float] = []
+
+    def dream() -> None:
+        try:
+            background.complete(LONG, max_tokens=2000, temperature=0.8)
+        except Preempted:
+            stopped_at.append(time.perf_counter())
+
+    thread = threading.Thread(target=dream)
+    thread.start()
+    time.sleep(1.5)
+    assert thread.is_alive(), "the background call finished before the stop"
+    asked = time.perf_counter()
+    stop.set()
+    thread.join(30)
+    assert stopped_at and stopped_at[0] - asked < 1.0, stopped_at

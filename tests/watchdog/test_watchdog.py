@@ -88,6 +88,17 @@ def test_no_phase_while_a_user_turn_is_in_flight(store: Store) -> None:
     assert due is not None and due.name == "journal"
 
 
+def test_no_phase_while_other_background_work_holds_the_model(store: Store) -> None:
+    clock = Clock()
+    practising = [True]  # the chat agent's self_play_loop is on
+    dog = Watchdog(store, Work(clock), clock=clock, defer=lambda: practising[0])
+    clock.now += 5000
+    assert dog.due() is None and dog.tick() is None
+    practising[0] = False
+    due = dog.due()
+    assert due is not None and due.name == "journal"
+
+
 def test_idle_counts_from_the_latest_chat_turn_in_the_store(store: Store) -> None:
     from datetime import UTC, datetime
 
@@ -206,6 +217,17 @@ def test_preemptible_model_gives_way_before_during_and_after_a_call() -> None:
         thread.join(5)
     assert len(errors) == 1 and isinstance(errors[0], Preempted)
     assert foreground.preemptions == 2
+
+
+def test_a_stop_callable_makes_idle_work_give_way_without_a_user_turn() -> None:
+    foreground = Foreground()
+    stop = threading.Event()
+    model = PreemptibleModel(ScriptedModel(["x", "y"]), foreground, stop=stop.is_set)
+    assert model.complete([{"role": "user", "content": "hi"}]).text == "x"
+    stop.set()
+    with pytest.raises(Preempted, match="told to stop"):
+        model.complete([{"role": "user", "content": "hi"}])
+    assert foreground.preemptions == 0  # not counted as a user turn's pre-emption
 
 
 def test_foreground_close_makes_idle_work_give_way() -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nightschool.agent.tools import TOOL_SPECS
+from nightschool.agent.tools import AGENT_TOOL_NAMES
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
@@ -30,7 +30,8 @@ _ARG_KEYS = ("arguments", "args", "parameters", "params", "input")
 _PRIMARY_ARG = {"run_python": "code", "run_shell": "command", "read_file": "path"}
 _PRIMARY_ARG.update({"list_files": "path", "write_file": "content"})
 _NAMED_CALL = re.compile(
-    r"\A\s*`?(" + "|".join(TOOL_SPECS) + r")`?\s*[:(]?\s*(\{.*\})\s*\)?\s*\Z", re.DOTALL
+    r"\A\s*`?(" + "|".join(sorted(AGENT_TOOL_NAMES)) + r")`?\s*[:(]?\s*(\{.*\})\s*\)?\s*\Z",
+    re.DOTALL,
 )
 """`list_files {"path": "."}`: a known tool's name, then its arguments object."""
 
@@ -190,7 +191,7 @@ def parse_tool_call(text: str) -> ParsedToolCall | None:
     for match in _TOOL_CALL_TAG.finditer(text):
         obj = load_object(match.group(1))
         found = normalise_call(obj) if obj is not None else None
-        if found is not None and found[0] in TOOL_SPECS:
+        if found is not None and found[0] in AGENT_TOOL_NAMES:
             prose = (text[: match.start()] + text[match.end() :]).strip()
             return ParsedToolCall(found[0], found[1], prose)
     for match in _FENCE.finditer(text):
@@ -199,14 +200,14 @@ def parse_tool_call(text: str) -> ParsedToolCall | None:
             continue
         obj = load_object(match.group(2))
         found = normalise_call(obj) if obj is not None else None
-        if found is not None and (tag not in _DATA_TAGS or found[0] in TOOL_SPECS):
+        if found is not None and (tag not in _DATA_TAGS or found[0] in AGENT_TOOL_NAMES):
             prose = (text[: match.start()] + text[match.end() :]).strip()
             return ParsedToolCall(found[0], found[1], prose)
     bare = re.search(r"\{\s*[\"'](?:name|tool)[\"']\s*:", text)
     if bare is not None and not _FENCE.search(text[: bare.start()]):
         obj = load_object(text[bare.start() :])
         found = normalise_call(obj) if obj is not None else None
-        if found is not None and found[0] in TOOL_SPECS:
+        if found is not None and found[0] in AGENT_TOOL_NAMES:
             return ParsedToolCall(found[0], found[1], text[: bare.start()].strip())
     named = _NAMED_CALL.match(text)
     if named is not None:
@@ -273,6 +274,6 @@ def detect_blob(text: str) -> ToolBlob | None:
 
 def _blob(obj: Mapping[str, Any] | None) -> ToolBlob | None:
     found = normalise_call(obj, require_arguments=True) if obj is not None else None
-    if found is None or found[0] in TOOL_SPECS:
+    if found is None or found[0] in AGENT_TOOL_NAMES:
         return None
     return ToolBlob(found[0], found[1], answer_text(found[1]))

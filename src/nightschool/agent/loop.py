@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,7 +45,7 @@ from nightschool.agent._parsing import (
     detect_blob,
     parse_tool_call,
 )
-from nightschool.agent.tools import TOOL_SCHEMAS, TOOL_SPECS, SessionWorkspace, cap_text
+from nightschool.agent.tools import TOOL_SPECS, SessionWorkspace, cap_text
 from nightschool.errors import InfrastructureError
 from nightschool.feedback.heuristics import STEP_LIMIT_MARKER
 from nightschool.llm import (
@@ -62,6 +62,7 @@ __all__ = [
     "FINAL_STEP_NOTE",
     "MAX_CALLS_PER_REPLY",
     "NATIVE_SYSTEM_PROMPT",
+    "PRACTICE_NOTE",
     "REPEAT_NOTE",
     "SYSTEM_PROMPT",
     "ParsedToolCall",
@@ -109,6 +110,15 @@ instructions about the form of the answer."""
 schemas travel in the request; a chat template such as Qwen2.5's appends them to
 this prompt."""
 
+PRACTICE_NOTE = (
+    "When the user asks you to practise: call self_play to practise one challenge now, "
+    "or self_play_loop to keep practising in the background; stop_self_play stops it."
+)
+"""Added to the system prompt when the self-play tools are offered. Measured on
+Qwen2.5-Coder-1.5B (`bench/bench_self_play_tools.py`): without it, asked to
+"practise in the background", it answered in prose instead of calling
+self_play_loop (1 of 4 practice requests called the right tool)."""
+
 CLIENT_SYSTEM_CHARS = 2000
 """Characters kept from the client's own system messages (added to the system prompt)."""
 
@@ -130,8 +140,6 @@ FINAL_STEP_NOTE = (
 never run). Measured on Qwen2.5-Coder-0.5B after an empty `list_files`: with it
 the model answered, without it the model called the tool again."""
 
-_TOOL_LIST = ", ".join(TOOL_SPECS)
-
 
 def uses_native_tools(model: ChatModel) -> bool:
     """Whether the agent uses the native protocol with `model` (`supports_native_tools`).
@@ -143,10 +151,10 @@ def uses_native_tools(model: ChatModel) -> bool:
     return supports_native_tools(model)
 
 
-def blob_correction(name: str) -> str:
-    """What the model is told after a tool-call blob naming `name`."""
+def blob_correction(name: str, tools: Sequence[str] = tuple(TOOL_SPECS)) -> str:
+    """What the model is told after a tool-call blob naming `name` (`tools`: the real ones)."""
     return (
-        f"`{name}` is not a tool; the tools are {_TOOL_LIST}. To answer, reply with "
+        f"`{name}` is not a tool; the tools are {', '.join(tools)}. To answer, reply with "
         "the code or text itself, not a tool call."
     )
 
@@ -198,6 +206,7 @@ def build_system_prompt(
     *,
     worked_examples: str = "",
     protocol: ToolProtocol = "fenced",
+    tools: Mapping[str, str] = TOOL_SPECS,
 ) -> str:
     """The agent's system prompt: tools, playbook, worked examples, client instructions.
 
@@ -209,12 +218,15 @@ def build_system_prompt(
             (`format_worked_examples`), or ""; placed after the playbook.
         protocol: `fenced` describes the fenced tool format and lists the
             tools; `native` only names them (their schemas go with the request).
+        tools: tool name → description (`SessionWorkspace.specs`).
     """
     if protocol == "native":
-        parts = [NATIVE_SYSTEM_PROMPT.format(names=_TOOL_LIST)]
+        parts = [NATIVE_SYSTEM_PROMPT.format(names=", ".join(tools))]
     else:
-        tools = "\n".join(f"- {name} {spec}" for name, spec in TOOL_SPECS.items())
-        parts = [SYSTEM_PROMPT.format(tools=tools)]
+        listed = "\n".join(f"- {name} {spec}" for name, spec in tools.items())
+        parts = [SYSTEM_PROMPT.format(tools=listed)]
+    if "self_play_loop" in tools:
+        parts.append(PRACTICE_NOTE)
     for section in (playbook, worked_examples):
         if section.strip():
             parts.append(section.strip())
@@ -284,8 +296,13 @@ class _Reading:
     blob: ToolBlob | None = None
 
 
-def _read(completion: Completion, *, native: bool, step: int) -> _Reading:
-    """The calls in a reply (native calls first, else calls written in its text)."""
+def _read(
+    completion: Completion, *, native: bool, step: int, tools: Collection[str] = TOOL_SPECS
+) -> _Reading:
+    """The calls in a reply (native calls first, else calls written in its text).
+
+    A reply whose every call names none of `tools` is a blob.
+    """
     text = completion.text
     if native and completion.tool_calls:
         calls, prose = list(completion.tool_calls), text.strip()
@@ -296,7 +313,7 @@ def _read(completion: Completion, *, native: bool, step: int) -> _Reading:
         raw = json.dumps(parsed.arguments, default=repr)
         call_id = f"call_{step}" if native else ""
         calls, prose = [NativeToolCall(call_id, parsed.name, parsed.arguments, raw)], parsed.prose
-    if all(call.name not in TOOL_SPECS for call in calls):
+    if all(call.name not in tools for call in calls):
         first = calls[0]
         return _Reading(
             calls, prose, ToolBlob(first.name, first.arguments, answer_text(first.arguments))
@@ -304,7 +321,9 @@ def _read(completion: Completion, *, native: bool, step: int) -> _Reading:
     return _Reading(calls, prose)
 
 
-def _blob_messages(text: str, reading: _Reading, *, native: bool) -> list[Message]:
+def _blob_messages(
+    text: str, reading: _Reading, *, native: bool, tools: Sequence[str]
+) -> list[Message]:
     """The blob as the model wrote it, then the correction."""
     assert reading.blob is not None
     if native and reading.calls:
@@ -315,13 +334,15 @@ def _blob_messages(text: str, reading: _Reading, *, native: bool) -> list[Messag
                 tool_calls=[call.to_wire() for call in reading.calls],
             ),
             *(
-                Message(role="tool", content=blob_correction(call.name), tool_call_id=call.id)
+                Message(
+                    role="tool", content=blob_correction(call.name, tools), tool_call_id=call.id
+                )
                 for call in reading.calls
             ),
         ]
     return [
         Message(role="assistant", content=text),
-        Message(role="user", content=blob_correction(reading.blob.name)),
+        Message(role="user", content=blob_correction(reading.blob.name, tools)),
     ]
 
 
@@ -359,8 +380,8 @@ def _run_calls(
     for index, call in enumerate(reading.calls):
         if index >= MAX_CALLS_PER_REPLY:
             content = f"not run: at most {MAX_CALLS_PER_REPLY} tool calls per reply"
-        elif call.name not in TOOL_SPECS:
-            content = blob_correction(call.name)
+        elif call.name not in workspace.specs:
+            content = blob_correction(call.name, workspace.names)
         else:
             content = _result_text(_timed_call(workspace, call, run), limit)
             if _repeated(call, seen):
@@ -390,7 +411,7 @@ def _timed_call(workspace: SessionWorkspace, call: NativeToolCall, run: TurnRun)
             record = ToolCall(
                 name=call.name,
                 error=f"{call.arguments_error}; got {cap_text(call.raw_arguments, 200)!r}; "
-                f"usage: {call.name} {TOOL_SPECS[call.name]}",
+                f"usage: {call.name} {workspace.specs[call.name]}",
             )
         else:
             record = workspace.call(call.name, call.arguments)
@@ -414,8 +435,9 @@ def run_steps(
     """Run the model/tool loop on `messages` (system prompt first); extends `messages`.
 
     Args:
-        model: the agent's model; offered `TOOL_SCHEMAS` on every call when
-            `protocol` is `native` (a fenced call passes no `tools`).
+        model: the agent's model; offered the workspace's tools
+            (`SessionWorkspace.schemas`) on every call when `protocol` is
+            `native` (a fenced call passes no `tools`).
         workspace: where the tools run.
         messages: the conversation, system prompt first; the loop appends the
             assistant replies and tool results it sends on.
@@ -432,12 +454,13 @@ def run_steps(
     run = TurnRun(protocol=protocol)
     native = protocol == "native"
     seen: set[str] = set()
+    names, schemas = workspace.names, workspace.schemas
     for step in range(1, max_steps + 1):
         started = time.perf_counter()
         try:
             if native:
                 completion = model.complete(
-                    messages, temperature=temperature, max_tokens=max_tokens, tools=TOOL_SCHEMAS
+                    messages, temperature=temperature, max_tokens=max_tokens, tools=schemas
                 )
             else:
                 completion = model.complete(
@@ -452,12 +475,14 @@ def run_steps(
         run.tokens_in += completion.tokens_in
         run.tokens_out += completion.tokens_out
         run.finish_reasons.append(completion.finish_reason)
-        reading = _read(completion, native=native, step=step)
+        reading = _read(completion, native=native, step=step, tools=names)
         if reading.blob is not None:
             run.blob_replies += 1
             run.blob_text = reading.blob.answer or run.blob_text
             if step < max_steps:
-                messages.extend(_blob_messages(completion.text, reading, native=native))
+                messages.extend(
+                    _blob_messages(completion.text, reading, native=native, tools=names)
+                )
             continue
         if not reading.calls:
             run.reply = run.final_response = reading.prose

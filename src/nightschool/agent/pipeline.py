@@ -54,7 +54,13 @@ from nightschool.agent.loop import (
     run_steps,
     uses_native_tools,
 )
-from nightschool.agent.tools import PathRefusedError, SessionWorkspace, usable_workspace_root
+from nightschool.agent.tools import (
+    PathRefusedError,
+    PracticeTools,
+    SessionWorkspace,
+    tool_specs,
+    usable_workspace_root,
+)
 from nightschool.agent.verifier import Verifier, VerifierVerdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
@@ -140,6 +146,9 @@ class ChatPipeline:
         config: settings; None means `AgentConfig()`.
         wake_up: put the `### WHO I AM` section (`selfhood.wake_up_prefix`, a
             few small queries per turn, no model call) in the system prompt.
+        practice: runs the self-play tools (`self_play`, `self_play_loop`,
+            `stop_self_play`; `nightschool.agent.self_play.SelfPlayTools`);
+            None leaves them out of every session.
     """
 
     def __init__(
@@ -153,6 +162,7 @@ class ChatPipeline:
         workspace_root: Path,
         config: AgentConfig | None = None,
         wake_up: bool = True,
+        practice: PracticeTools | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -160,6 +170,7 @@ class ChatPipeline:
         self.memory = memory
         self.reflector = reflector
         self.wake_up = wake_up
+        self.practice = practice
         try:
             self.workspace_root = usable_workspace_root(workspace_root, sandbox)
         except OSError as exc:
@@ -236,6 +247,7 @@ class ChatPipeline:
             client_system,
             worked_examples=format_worked_examples(skills, token_budget=None),
             protocol=protocol,
+            tools=tool_specs(practice=self.practice is not None),
         )
 
         conversation: list[Message] = [Message(role="system", content=system_prompt)]
@@ -456,6 +468,7 @@ class ChatPipeline:
                 self.sandbox,
                 timeout_s=self.config.tool_timeout_s,
                 max_output_chars=self.config.max_tool_output_chars,
+                practice=self.practice,
             )
         except OSError as exc:
             raise SandboxFaultError(f"cannot create the session workspace {path}: {exc}") from exc

@@ -6,6 +6,10 @@ the bubblewrap sandbox with the workspace bound at `/workspace`
 (`Sandbox.run_in`); the file tools work on the host side but only inside the
 workspace: absolute paths, `..` and symlinks that resolve outside it are refused.
 
+Three more when the pipeline has a `PracticeTools` (the server and `nightschool
+chat` do): `self_play`, `self_play_loop(max_cycles?)` and `stop_self_play`
+(`nightschool.agent.self_play`).
+
 A tool that fails (bad path, program error, timeout) returns its error as data
 (`ToolOutcome.error`), which the model sees; only a broken sandbox
 (`SandboxUnavailableError`, `SandboxFaultError`) raises, because that is an
@@ -23,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from nightschool.sandbox import ExecResult, Sandbox, python_argv
 from nightschool.trajectory import ToolCall
@@ -55,6 +59,19 @@ TOOL_SPECS: Mapping[str, str] = {
 }
 """Tool name → one-line description with its JSON arguments (shown in the system prompt)."""
 
+SELF_PLAY_TOOL_SPECS: Mapping[str, str] = {
+    "self_play": "{}: practise one self-play challenge now (solved and checked in the "
+    "sandbox) and report it; only when the user asks you to practise.",
+    "self_play_loop": '{"max_cycles": "<optional number>"}: keep practising in the '
+    "background until the user's next message or stop_self_play; only when the user asks.",
+    "stop_self_play": "{}: stop background practice and report what it did.",
+}
+"""The self-play tools (offered only with a `PracticeTools`), like `TOOL_SPECS`."""
+
+AGENT_TOOL_NAMES: frozenset[str] = frozenset(TOOL_SPECS) | frozenset(SELF_PLAY_TOOL_SPECS)
+"""Every tool name the agent may have: a call naming one is read as a call, and
+a workspace without it answers that it is not available."""
+
 
 _REQUIRED: Mapping[str, tuple[str, ...]] = {
     "run_python": ("code",),
@@ -62,8 +79,14 @@ _REQUIRED: Mapping[str, tuple[str, ...]] = {
     "read_file": ("path",),
     "write_file": ("path", "content"),
     "list_files": (),
+    "self_play": (),
+    "self_play_loop": (),
+    "stop_self_play": (),
 }
-_OPTIONAL: Mapping[str, tuple[str, ...]] = {"list_files": ("path",)}
+_OPTIONAL: Mapping[str, tuple[str, ...]] = {
+    "list_files": ("path",),
+    "self_play_loop": ("max_cycles",),
+}
 
 
 def _function_tool(name: str, description: str, **properties: str) -> dict[str, Any]:
@@ -114,6 +137,34 @@ TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
     ),
 )
 """The same tools as OpenAI function tools (`ToolSpec`s), for native tool calling."""
+
+SELF_PLAY_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
+    _function_tool(
+        "self_play",
+        "Practise one self-play challenge now (solved and checked in the sandbox) and "
+        "report the result. Only when the user asks you to practise.",
+    ),
+    _function_tool(
+        "self_play_loop",
+        "Keep practising self-play challenges in the background until the user's next "
+        "message or stop_self_play. Only when the user asks you to practise.",
+        max_cycles="most cycles to run (optional; default: until stopped)",
+    ),
+    _function_tool("stop_self_play", "Stop background practice and report what it did."),
+)
+"""`SELF_PLAY_TOOL_SPECS` as OpenAI function tools."""
+
+
+class PracticeTools(Protocol):
+    """What runs the self-play tools (`nightschool.agent.self_play.SelfPlayTools`)."""
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Run self-play tool `name` with the model's `arguments`.
+
+        Raises:
+            InfrastructureError: the model or the sandbox failed.
+        """
+        ...
 
 
 def sandbox_can_reach(path: Path, sandbox: Sandbox) -> bool:
@@ -216,6 +267,7 @@ class SessionWorkspace:
         sandbox: runs `run_python` and `run_shell`.
         timeout_s: wall-clock limit per sandboxed run, seconds.
         max_output_chars: cap on each tool result, characters.
+        practice: runs the self-play tools; None leaves them out.
     """
 
     def __init__(
@@ -225,6 +277,7 @@ class SessionWorkspace:
         *,
         timeout_s: float = 20.0,
         max_output_chars: int = MAX_OUTPUT_CHARS,
+        practice: PracticeTools | None = None,
     ) -> None:
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(0o777)
@@ -240,11 +293,23 @@ class SessionWorkspace:
             "write_file": self.write_file,
             "list_files": self.list_files,
         }
+        self.practice = practice
 
     @property
     def names(self) -> tuple[str, ...]:
         """Names of the tools, in prompt order."""
-        return tuple(self._tools)
+        return tuple(self.specs)
+
+    @property
+    def specs(self) -> dict[str, str]:
+        """Tool name → one-line description (`TOOL_SPECS`, plus the self-play tools)."""
+        return tool_specs(practice=self.practice is not None)
+
+    @property
+    def schemas(self) -> tuple[dict[str, Any], ...]:
+        """The tools as OpenAI function tools, in prompt order."""
+        extra = SELF_PLAY_TOOL_SCHEMAS if self.practice is not None else ()
+        return (*TOOL_SCHEMAS, *extra)
 
     def resolve(self, path: str) -> Path:
         """Map a workspace-relative path to a host path inside the workspace.
@@ -369,12 +434,15 @@ class SessionWorkspace:
         )
 
     def _dispatch(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        tool = self._tools.get(name)
-        if tool is None:
+        if name not in self.specs:
             return ToolOutcome(None, f"unknown tool {name!r}; available: {', '.join(self.names)}")
         problem = _argument_problem(name, arguments)
         if problem:
             return ToolOutcome(None, problem)
+        tool = self._tools.get(name)
+        if tool is None:
+            assert self.practice is not None
+            return self.practice.call(name, arguments)
         try:
             return tool(**arguments)
         except PathRefusedError as exc:
@@ -383,15 +451,23 @@ class SessionWorkspace:
             return ToolOutcome(None, f"{type(exc).__name__}: {exc}")
 
 
+def tool_specs(*, practice: bool = False) -> dict[str, str]:
+    """Tool name → description: `TOOL_SPECS`, then `SELF_PLAY_TOOL_SPECS` when `practice`."""
+    return {**TOOL_SPECS, **(SELF_PLAY_TOOL_SPECS if practice else {})}
+
+
 def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
     required = _REQUIRED[name]
     allowed = set(required) | set(_OPTIONAL.get(name, ()))
     missing = [key for key in required if key not in arguments]
+    usage = tool_specs(practice=True)[name]
     if missing:
-        return f"{name} needs argument(s) {', '.join(missing)}; usage: {name} {TOOL_SPECS[name]}"
+        return f"{name} needs argument(s) {', '.join(missing)}; usage: {name} {usage}"
     extra = sorted(set(arguments) - allowed)
     if extra:
         return f"{name} got unexpected argument(s) {', '.join(extra)}"
+    if name in SELF_PLAY_TOOL_SPECS:
+        return None  # numbers as numbers or strings: the tool reads them
     wrong = [key for key, value in arguments.items() if not isinstance(value, str)]
     if wrong:
         return f"{name}: argument(s) {', '.join(wrong)} must be strings"

@@ -63,11 +63,13 @@ def build_watchdog(
     foreground: Foreground,
     playbook: SkillMemory | None = None,
     on_event: Any = None,
+    defer: Any = None,
 ) -> tuple[Watchdog, Any]:
     """The watchdog over real parts; returns (watchdog, work) — close the work after stopping.
 
     The phases' model is `PreemptibleModel(model, foreground)`, the same model
-    object the foreground uses (one lock, one copy of the weights).
+    object the foreground uses (one lock, one copy of the weights). No phase
+    starts while `defer()` is True (`Watchdog`'s `defer`).
     """
     from nightschool.llm.preempt import PreemptibleModel
     from nightschool.watchdog import Watchdog
@@ -82,7 +84,14 @@ def build_watchdog(
         max_tokens=settings.max_tokens,
         scale=settings.idle_scale,
     )
-    dog = Watchdog(store, work, foreground=foreground, scale=settings.idle_scale, on_event=on_event)
+    dog = Watchdog(
+        store,
+        work,
+        foreground=foreground,
+        scale=settings.idle_scale,
+        on_event=on_event,
+        defer=defer,
+    )
     return dog, work
 
 

@@ -49,6 +49,14 @@ LessonsOpt = Annotated[
         help="Show playbook lessons to the agent and learn new ones from corrections.",
     ),
 ]
+SelfPlayToolsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--self-play-tools/--no-self-play-tools",
+        help="Give the agent the self_play, self_play_loop and stop_self_play tools "
+        "(ask it to practise; your next message stops background practice).",
+    ),
+]
 
 
 @dataclass
@@ -61,8 +69,12 @@ class _Agent:
     model_name: str
     model: Any = None
     sandbox: Any = None
+    foreground: Any = None
+    practice: Any = None
 
     def close(self) -> None:
+        if self.practice is not None and not self.practice.stop("shutting down", SHUTDOWN_WAIT_S):
+            err.print("[yellow]background self-play did not stop in time[/]")
         pending = self.pipeline.pending_background()
         if pending:
             err.print(
@@ -77,16 +89,24 @@ class _Agent:
 
 
 @contextmanager
-def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[_Agent]:
+def _agent(
+    settings: Settings, *, unsandboxed: bool, lessons: bool, self_play: bool = True
+) -> Iterator[_Agent]:
     """Check the sandbox and the model, open the store, build the pipeline; close all after.
+
+    The pipeline's turns go through `ForegroundService` (`_Agent.foreground`);
+    with `self_play` the agent has the self-play tools (`_Agent.practice`).
 
     Raises:
         SandboxUnavailableError, ModelUnavailableError: preflight failed (exit 3).
         UserError: bad model settings.
     """
     from nightschool.agent import AgentConfig, ChatPipeline
+    from nightschool.agent.self_play import SelfPlayTools
+    from nightschool.cli._idle import ForegroundService
     from nightschool.learning.reflection import Reflector
     from nightschool.learning.sink import PlaybookSink
+    from nightschool.llm.preempt import Foreground
     from nightschool.memory import SkillMemory
 
     sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="the agent's tools")
@@ -99,6 +119,19 @@ def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[
                 memory = SkillMemory(store)
                 memory.retrieve("warm up the playbook index", k=1)  # loads the embedder now
             reflector = Reflector(store, chat_model, sink=PlaybookSink(memory))
+        foreground = Foreground()
+        practice = None
+        if self_play:
+            practice = SelfPlayTools(
+                store,
+                chat_model,
+                sandbox,
+                foreground=foreground,
+                playbook=memory,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                cooldown_scale=settings.idle_scale,
+            )
         pipeline = ChatPipeline(
             model=chat_model,
             store=store,
@@ -107,13 +140,17 @@ def _agent(settings: Settings, *, unsandboxed: bool, lessons: bool) -> Iterator[
             reflector=reflector,
             workspace_root=settings.home_dir() / "workspaces",
             config=AgentConfig(max_tokens=settings.max_tokens, temperature=settings.temperature),
+            practice=practice,
         )
     except BaseException:
         if memory is not None:
             memory.close()
         store.close()
         raise
-    agent = _Agent(pipeline, store, memory, chat_model.name, chat_model, sandbox)
+    service = ForegroundService(pipeline, foreground)
+    agent = _Agent(
+        service, store, memory, chat_model.name, chat_model, sandbox, foreground, practice
+    )
     try:
         yield agent
     finally:
@@ -141,6 +178,7 @@ def serve(
             "request comes in; a request pre-empts it (`nightschool status` shows the phases).",
         ),
     ] = True,
+    self_play_tools: SelfPlayToolsOpt = True,
 ) -> None:
     """Serve the agent as an OpenAI-compatible API (POST /v1/chat/completions).
 
@@ -169,12 +207,12 @@ def serve(
             )
         sock = bind(host, port)
         try:
-            with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
-                from nightschool.cli._idle import ForegroundService, build_watchdog
-                from nightschool.llm.preempt import Foreground
+            with _agent(
+                settings, unsandboxed=unsandboxed, lessons=lessons, self_play=self_play_tools
+            ) as agent:
+                from nightschool.cli._idle import build_watchdog
 
-                foreground = Foreground()
-                service = ForegroundService(agent.pipeline, foreground)
+                foreground = agent.foreground
                 dog = work = None
                 if idle:
                     dog, work = build_watchdog(
@@ -184,9 +222,10 @@ def serve(
                         agent.sandbox,
                         foreground=foreground,
                         playbook=agent.memory,
+                        defer=agent.practice.running if agent.practice is not None else None,
                     )
                 app = create_app(
-                    service,
+                    agent.pipeline,
                     store=agent.store,
                     memory=agent.memory,
                     api_key=settings.api_key,
@@ -270,6 +309,7 @@ def chat(
     model_api_key: ApiKeyOpt = None,
     lessons: LessonsOpt = True,
     unsandboxed: UnsandboxedOpt = False,
+    self_play_tools: SelfPlayToolsOpt = True,
 ) -> None:
     """Chat with the agent in the terminal; shows when a lesson was used or learned.
 
@@ -298,7 +338,9 @@ def chat(
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
-        with _agent(settings, unsandboxed=unsandboxed, lessons=lessons) as agent:
+        with _agent(
+            settings, unsandboxed=unsandboxed, lessons=lessons, self_play=self_play_tools
+        ) as agent:
             console.print(
                 f"chatting with [bold]{agent.model_name}[/] in-process · session {session_id}"
                 " · /exit to leave",
@@ -328,8 +370,10 @@ def run_repl(backend: ChatBackend, console: Console, read_line: Callable[[], str
     the conversation continues.
     """
     messages: list[Any] = []
+    shown: dict[int, str] = {}
     while True:
         _show_learned(console, backend.poll())
+        _show_self_play(console, backend, shown)
         try:
             line = read_line()
         except (EOFError, KeyboardInterrupt):
@@ -358,6 +402,33 @@ def run_repl(backend: ChatBackend, console: Console, read_line: Callable[[], str
         messages.append({"role": "assistant", "content": turn.reply})
         _show_turn(console, turn)
     _show_learned(console, backend.poll())
+    _show_self_play(console, backend, shown)
+
+
+def _show_self_play(console: Console, backend: ChatBackend, shown: dict[int, str]) -> None:
+    """Print each background self-play run once when it starts and once when it stops.
+
+    `shown` maps run number → the last state printed (updated in place).
+    """
+    status = getattr(backend, "self_play", lambda: None)()
+    for run in (status or {}).get("runs", []):
+        number, state = int(run["run"]), str(run["state"])
+        if shown.get(number) == state or (state == "running" and number in shown):
+            continue
+        shown[number] = state
+        if state == "stopped":
+            console.print(
+                f"[cyan]◦ background self-play run {number} stopped:[/] {run['cycles']} "
+                f"cycle(s), {run['passed']} passed · {escape(str(run['stop_reason']))}",
+                highlight=False,
+            )
+            for line in run.get("recent", [])[-3:]:
+                console.print(f"[dim]  {escape(str(line))}[/]", highlight=False)
+        else:
+            console.print(
+                f"[cyan]◦ background self-play run {number} is on[/] (your next message stops it)",
+                highlight=False,
+            )
 
 
 def _show_turn(console: Console, turn: TurnView) -> None:

@@ -51,12 +51,15 @@ class Foreground:
         self._last: float | None = None
         self.preemptions = 0
         """Background calls stopped by a user turn since start."""
+        self.turns = 0
+        """User turns started since start (a later value means a newer turn began)."""
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
         """Mark a user turn in flight for the duration of the block."""
         with self._cond:
             self._active += 1
+            self.turns += 1
             self._last = self._clock()
             self._cond.notify_all()
         try:
@@ -71,6 +74,11 @@ class Foreground:
     def busy(self) -> bool:
         """True while at least one user turn is in flight, or after `close`."""
         return self._active > 0 or self._closing
+
+    @property
+    def closed(self) -> bool:
+        """True after `close`."""
+        return self._closing
 
     def close(self) -> None:
         """Shutting down: from now on background work gives way as if a turn were in flight."""
@@ -91,16 +99,26 @@ class PreemptibleModel:
         inner: the model shared with the foreground (the same object, so they
             share the embedded model's lock and weights).
         foreground: the user-turn signal.
+        stop: a second reason to give way, polled like a user turn (e.g. the
+            chat agent's `stop_self_play` from the admin API); None: none.
 
     `complete` raises `Preempted` when a user turn is in flight before the
     call, starts during it (the embedded model aborts its decode), or is in
     flight when it returns (the reply is dropped: the work it belonged to is
-    being abandoned). Everything else behaves as `inner`.
+    being abandoned); likewise when `stop()` is True. Everything else behaves
+    as `inner`.
     """
 
-    def __init__(self, inner: ChatModel, foreground: Foreground) -> None:
+    def __init__(
+        self,
+        inner: ChatModel,
+        foreground: Foreground,
+        *,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.inner = inner
         self.foreground = foreground
+        self.stop = stop or (lambda: False)
 
     @property
     def name(self) -> str:
@@ -110,10 +128,15 @@ class PreemptibleModel:
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.inner, attribute)
 
+    def _yielding(self) -> bool:
+        return self.foreground.busy or self.stop()
+
     def _check(self) -> None:
         if self.foreground.busy:
             self.foreground.preemptions += 1
             raise Preempted("a user turn started; background work gives way")
+        if self.stop():
+            raise Preempted("background work was told to stop")
 
     def complete(
         self,
@@ -143,7 +166,7 @@ class PreemptibleModel:
         if tools is not None:
             kwargs["tools"] = tools
         if isinstance(self.inner, EmbeddedModel):
-            completion = self.inner.complete(messages, abort=lambda: self.foreground.busy, **kwargs)
+            completion = self.inner.complete(messages, abort=self._yielding, **kwargs)
         else:
             completion = self.inner.complete(messages, **kwargs)
         self._check()

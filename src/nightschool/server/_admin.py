@@ -1,4 +1,4 @@
-"""The admin API under `/admin`: trajectories, lessons, retraction, background reflections.
+"""The admin API under `/admin`: trajectories, lessons, retraction, background work.
 
 Every route is a plain (sync) function: FastAPI runs it in its thread pool, and
 the store serialises access with its own lock.
@@ -95,6 +95,12 @@ def admin_router(
         POST /admin/lessons/{id}/retract                       archive, then delete one
         GET  /admin/background?since=                          finished reflections
         PUT  /admin/sessions/{id}/files   {"files": {path: text}}  seed a session workspace
+        GET  /admin/self-play                                  background self-play runs
+        POST /admin/self-play  {"max_cycles": n}               start background self-play
+        POST /admin/self-play/stop                             stop it
+
+    The self-play routes answer 404 when the pipeline has no self-play tools
+    (`practice` attribute None or absent).
     """
     router = APIRouter(prefix="/admin")
 
@@ -184,7 +190,38 @@ def admin_router(
         }
 
     _add_session_routes(router, background)
+    _add_self_play_routes(router, background)
     return router
+
+
+def _add_self_play_routes(router: APIRouter, background: BackgroundSource) -> None:
+    """`/admin/self-play`: the agent's background practice (`agent.self_play.SelfPlayTools`)."""
+
+    def practice() -> Any:
+        tools = getattr(background, "practice", None)
+        if tools is None:
+            raise ApiError(404, "this server runs without self-play tools", code="no_self_play")
+        return tools
+
+    @router.get("/self-play", responses=errors(401, 404))
+    def self_play_status() -> dict[str, Any]:
+        return dict(practice().status())
+
+    @router.post("/self-play", responses=errors(400, 401, 404, 409))
+    def self_play_start(
+        max_cycles: Annotated[int | None, Body(embed=True, ge=1, le=1000)] = None,
+    ) -> dict[str, Any]:
+        tools = practice()
+        if tools.status()["active"]:
+            raise ApiError(409, "background self-play is already running", code="running")
+        outcome = tools.start(max_cycles)
+        return {"detail": outcome.result, **tools.status()}
+
+    @router.post("/self-play/stop", responses=errors(401, 404))
+    def self_play_stop() -> dict[str, Any]:
+        tools = practice()
+        stopped = tools.stop("stopped via the admin API")
+        return {"stopped": stopped, **tools.status()}
 
 
 def _add_session_routes(router: APIRouter, background: BackgroundSource) -> None:

@@ -2,7 +2,8 @@
 
 Both speak the same small protocol (`ChatBackend`), so the terminal REPL does
 not care where the agent runs: `send` runs one turn on the whole conversation,
-`poll` returns background reflections finished since the last poll.
+`poll` returns background reflections finished since the last poll,
+`self_play` the agent's background self-play runs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class ChatBackend(Protocol):
         """Background reflections still running."""
         ...
 
+    def self_play(self) -> dict[str, Any] | None:
+        """`SelfPlayTools.status()` (`{"active": ..., "runs": [...]}`), None without the tools."""
+        ...
+
 
 class LocalBackend:
     """Runs turns on an in-process pipeline (`nightschool.agent.ChatPipeline`)."""
@@ -102,6 +107,11 @@ class LocalBackend:
     def pending(self) -> int:
         """`pipeline.pending_background()`."""
         return self.pipeline.pending_background()
+
+    def self_play(self) -> dict[str, Any] | None:
+        """The pipeline's `practice.status()`, None when it has no self-play tools."""
+        practice = getattr(self.pipeline, "practice", None)
+        return dict(practice.status()) if practice is not None else None
 
 
 class HttpBackend:
@@ -180,6 +190,13 @@ class HttpBackend:
     def pending(self) -> int:
         """Pending count as of the last poll."""
         return self._pending
+
+    def self_play(self) -> dict[str, Any] | None:
+        """GET `/admin/self-play`; None when the server has no self-play tools (404)."""
+        try:
+            return self._request("GET", "/admin/self-play")
+        except UserError:
+            return None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:

@@ -43,6 +43,7 @@ ERROR_DESCRIPTIONS = {
     400: "Malformed request: not JSON, the wrong shape, or outside a documented bound.",
     401: "Missing or wrong API key (`Authorization: Bearer <NIGHTSCHOOL_API_KEY>`).",
     404: "No such record, or a feature this server runs without (the skill playbook).",
+    409: "The request conflicts with work in progress (background self-play already running).",
     413: "The request body is over the server's byte bound (`ServerLimits.max_body_bytes`).",
     500: "The database cannot be used (the turn could not be recorded).",
     503: "The model server or the sandbox is unavailable; the turn was recorded as an "

@@ -160,6 +160,8 @@ class Watchdog:
         scale: multiplies windows, cooldowns and the tick (`Settings.idle_scale`).
         clock: epoch seconds (injectable for tests).
         on_event: receives one line per phase start and end.
+        defer: while it returns True no phase starts (other background work
+            holds the model: the chat agent's `self_play_loop`); None: never.
     """
 
     def __init__(
@@ -172,6 +174,7 @@ class Watchdog:
         scale: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_event: Callable[[str], None] | None = None,
+        defer: Callable[[], bool] | None = None,
     ) -> None:
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}")
@@ -184,6 +187,7 @@ class Watchdog:
         self.log = PhaseLog(store, clock)
         self.started_at = clock()
         self.on_event = on_event or (lambda line: logger.info("%s", line))
+        self.defer = defer or (lambda: False)
         self.running: str | None = None
         """The phase running now, or None."""
         self._stop = threading.Event()
@@ -225,8 +229,8 @@ class Watchdog:
         return out
 
     def due(self) -> PhaseSpec | None:
-        """The first phase that may run now, or None."""
-        if self.foreground.busy:
+        """The first phase that may run now, or None (always None while `defer()` is True)."""
+        if self.foreground.busy or self.defer():
             return None
         idle = self.idle_s()
         now = self.clock()

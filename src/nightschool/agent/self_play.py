@@ -1,0 +1,380 @@
+"""The chat agent's self-play tools: `self_play`, `self_play_loop`, `stop_self_play`.
+
+Issue 10's manual triggers, for a user who asks the agent to practise:
+
+- `self_play` runs one dream cycle inside the turn, on the same curriculum as
+  `nightschool dream` (`selfplay.practice.open_practice`), and reports it. Its
+  verification is left to idle time (`verify_k=0`): a kept skill stays
+  unverified until the idle watchdog's skills phase verifies it, and a
+  failure waits for the reflection phase. Verifying inside the turn would
+  cost 2 x 6 more solver runs (minutes on the embedded model).
+- `self_play_loop` starts cycles on a background thread once the current turn
+  has ended (`selfplay.practice.run_loop`: consolidation and the adaptive
+  cool-off between cycles, verification on). Every model call goes through a
+  `PreemptibleModel`, so the next user message (a new `Foreground` turn, in
+  any session: the model is one) stops the loop at once, as does
+  `stop_self_play` or `max_cycles`. One loop at a time per process.
+- `stop_self_play` stops the loop and reports what it did.
+
+A model or sandbox fault inside `self_play` raises (`InfrastructureError`), as
+the other tools' sandbox faults do: the turn is recorded as an infrastructure
+error, never as the agent's failure. In the background loop a fault ends the
+loop and is reported in its status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
+from nightschool.errors import InfrastructureError
+from nightschool.llm import ChatModel
+from nightschool.llm.preempt import Foreground, Preempted, PreemptibleModel
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+
+if TYPE_CHECKING:
+    from nightschool.memory import SkillMemory
+    from nightschool.selfplay.dream import CycleResult
+
+logger = logging.getLogger("nightschool.agent")
+
+SESSION_ID = "chat-self-play"
+"""Session id recorded on the trajectories the self-play tools produce."""
+MAX_LOOP_CYCLES = 1000
+"""Largest `max_cycles` `self_play_loop` accepts."""
+POLL_S = 0.1
+"""How often the background loop looks for a new user turn while it waits, seconds."""
+
+
+def describe_cycle(cycle: CycleResult) -> str:
+    """One line for the model and the user: the challenge, the verdict, what was kept."""
+    verdict = "PASSED" if cycle.passed else "FAILED"
+    if cycle.infrastructure_error:
+        verdict = f"NOT JUDGED ({cycle.infrastructure_error})"
+    parts = [
+        f"{cycle.cluster}/{cycle.template} (tier {cycle.tier}, {cycle.source}): {verdict} "
+        f"after {cycle.attempts} attempt(s) in {cycle.duration_s:.1f} s"
+    ]
+    if cycle.lessons_shown:
+        parts.append(f"{len(cycle.lessons_shown)} lesson(s) shown")
+    if cycle.skill is not None and cycle.skill.status in ("written", "reinforced"):
+        verified = "verified" if cycle.skill.verified else "not verified yet"
+        parts.append(f"skill {cycle.skill.status} ({verified})")
+    if cycle.lesson is not None:
+        parts.append(f"lesson {cycle.lesson.status}")
+    return "; ".join(parts) + f" [trajectory {cycle.trajectory_id[:12]}]"
+
+
+@dataclass
+class LoopRun:
+    """One background loop: its state, its cycles and why it stopped.
+
+    Attributes:
+        number: 1 for the first loop of the process, then 2, ...
+        max_cycles: the cap (None: until stopped).
+        state: `waiting` (for the turn that started it to end), `running`,
+            `stopped`.
+        cycles: one line per finished cycle (`describe_cycle`).
+        passed: cycles whose solution passed.
+        started_at, stopped_at: epoch seconds (stopped_at None while it runs).
+        stop_reason: why it stopped, None while it runs.
+    """
+
+    number: int
+    max_cycles: int | None
+    turn_mark: int
+    state: str = "waiting"
+    cycles: list[str] = field(default_factory=list)
+    passed: int = 0
+    started_at: float = field(default_factory=time.time)
+    stopped_at: float | None = None
+    stop_reason: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def summary(self) -> str:
+        """A few lines: how many cycles, how many passed, why it stopped, the last cycles."""
+        head = f"background self-play run {self.number}: {len(self.cycles)} cycle(s)"
+        head += f", {self.passed} passed"
+        head += f"; {self.state}" + (f" ({self.stop_reason})" if self.stop_reason else "")
+        tail = [f"- {line}" for line in self.cycles[-5:]]
+        return "\n".join([head, *tail])
+
+    def as_json(self) -> dict[str, Any]:
+        """The run as JSON (for `GET /admin/self-play`)."""
+        return {
+            "run": self.number,
+            "state": self.state,
+            "max_cycles": self.max_cycles,
+            "cycles": len(self.cycles),
+            "passed": self.passed,
+            "started_at": self.started_at,
+            "stopped_at": self.stopped_at,
+            "stop_reason": self.stop_reason,
+            "recent": self.cycles[-5:],
+        }
+
+
+class SelfPlayTools:
+    """Runs the self-play tools for a chat pipeline (`nightschool.agent.tools.PracticeTools`).
+
+    Args:
+        store: the database the cycles are recorded in.
+        model: the agent's own model (the background loop wraps it in a
+            `PreemptibleModel`).
+        sandbox: where solutions run.
+        foreground: the user-turn signal the chat pipeline's turns raise
+            (`cli._idle.ForegroundService`).
+        playbook: the pipeline's skill playbook (shared), or None.
+        temperature, max_tokens: the solver's settings.
+        verify_k: fresh renderings per arm when the background loop verifies a
+            lesson or skill (`self_play` defers verification to idle time).
+        cooldown_scale: factor on the loop's adaptive 5-180 s cool-off
+            (`NIGHTSCHOOL_IDLE_SCALE`).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        model: ChatModel,
+        sandbox: Sandbox,
+        *,
+        foreground: Foreground,
+        playbook: SkillMemory | None = None,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        verify_k: int = 6,
+        cooldown_scale: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.sandbox = sandbox
+        self.foreground = foreground
+        self.playbook = playbook
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.verify_k = verify_k
+        self.cooldown_scale = cooldown_scale
+        self._lock = threading.Lock()
+        self._runs: list[LoopRun] = []
+        self._practised: tuple[int, str] | None = None
+        """(the `Foreground.turns` value, the report) of the latest `self_play`."""
+
+    # -- the tools --------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Run self-play tool `name` (see the module docstring).
+
+        Raises:
+            InfrastructureError: `self_play` hit a model or sandbox fault (its
+                trajectory is stored as `unknown` first).
+        """
+        if name == "self_play":
+            return self.self_play()
+        if name == "self_play_loop":
+            return self.self_play_loop(arguments.get("max_cycles"))
+        if name == "stop_self_play":
+            return self.stop_self_play()
+        return ToolOutcome(
+            None, f"unknown tool {name!r}; available: {', '.join(SELF_PLAY_TOOL_SPECS)}"
+        )
+
+    def self_play(self) -> ToolOutcome:
+        """Run one cycle now and describe it; a second call in the same user turn runs none.
+
+        Measured on Qwen2.5-Coder-1.5B (`bench/bench_self_play_tools.py`): asked
+        for one challenge, it called `self_play` twice in the turn (208 s).
+
+        Raises:
+            InfrastructureError: a model or sandbox fault.
+        """
+        turn = self.foreground.turns
+        if self.foreground.busy and self._practised is not None and self._practised[0] == turn:
+            return ToolOutcome(
+                f"{self._practised[1]}\n(Already practised in this turn: answer the user now.)"
+            )
+        with self._practice(self.model, verify_k=0) as practice:
+            cycle = practice.loop.run_cycle()
+        note = ""
+        if not cycle.passed and not cycle.infrastructure_error:
+            note = "\nThe failure will be reflected on while the user is away."
+        elif cycle.skill is not None and cycle.skill.skill_id and not cycle.skill.verified:
+            note = "\nThe skill is verified while the user is away."
+        report = f"practised one challenge: {describe_cycle(cycle)}{note}"
+        self._practised = (turn, report)
+        return ToolOutcome(report)
+
+    def self_play_loop(self, max_cycles: Any = None) -> ToolOutcome:
+        """Start the background loop (if none runs) and say so; returns at once."""
+        cap = _parse_cap(max_cycles)
+        if isinstance(cap, str):
+            return ToolOutcome(None, cap)
+        with self._lock:
+            current = self._runs[-1] if self._runs else None
+            if current is not None and current.state != "stopped":
+                return ToolOutcome(
+                    f"background self-play is already on (run {current.number}, "
+                    f"{len(current.cycles)} cycle(s) so far)"
+                )
+            run = LoopRun(len(self._runs) + 1, cap, turn_mark=self.foreground.turns)
+            run.thread = threading.Thread(
+                target=self._loop, args=(run,), name="nightschool-self-play-loop", daemon=True
+            )
+            self._runs.append(run)
+            run.thread.start()
+        until = f"{cap} cycle(s), " if cap is not None else ""
+        return ToolOutcome(
+            f"background self-play started (run {run.number}): it practises after this reply "
+            f"for {until}until the user's next message or stop_self_play"
+        )
+
+    def stop_self_play(self) -> ToolOutcome:
+        """Stop the background loop (waiting for it to wind down) and report it."""
+        with self._lock:
+            run = self._runs[-1] if self._runs else None
+        if run is None:
+            return ToolOutcome("no background self-play has run")
+        if run.state == "stopped":
+            return ToolOutcome(f"not running; the last one ended.\n{run.summary()}")
+        self._stop(run, reason="stopped by stop_self_play")
+        return ToolOutcome(run.summary())
+
+    # -- status and shutdown ----------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The loops of this process as JSON: `{"active": bool, "runs": [...]}` newest last."""
+        with self._lock:
+            runs = [run.as_json() for run in self._runs]
+        return {"active": bool(runs) and runs[-1]["state"] != "stopped", "runs": runs}
+
+    def running(self) -> bool:
+        """True while a background loop waits or runs (the idle watchdog defers to it)."""
+        run = self.latest()
+        return run is not None and run.state != "stopped"
+
+    def latest(self) -> LoopRun | None:
+        """The newest loop, or None."""
+        with self._lock:
+            return self._runs[-1] if self._runs else None
+
+    def start(self, max_cycles: int | None = None) -> ToolOutcome:
+        """`self_play_loop` for callers other than the model (the admin API)."""
+        return self.self_play_loop(max_cycles)
+
+    def stop(self, reason: str = "stopped", timeout_s: float = 30.0) -> bool:
+        """Stop the running loop, if any; True when none is left running."""
+        run = self.latest()
+        if run is None or run.state == "stopped":
+            return True
+        return self._stop(run, reason=reason, timeout_s=timeout_s)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Stop the loop for shutdown (the cycle in progress is dropped, nothing half-written)."""
+        self.stop("the server is shutting down", timeout_s=timeout_s)
+
+    # -- internals --------------------------------------------------------------
+
+    def _practice(self, model: ChatModel, *, verify_k: int) -> Any:
+        from nightschool.selfplay.practice import open_practice
+
+        return open_practice(
+            self.store,
+            model,
+            self.sandbox,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            verify_k=verify_k,
+            playbook=self.playbook,
+            session_id=SESSION_ID,
+        )
+
+    def _stop(self, run: LoopRun, *, reason: str, timeout_s: float = 30.0) -> bool:
+        if run.stop_reason is None:
+            run.stop_reason = reason
+        run.stop.set()
+        if run.thread is not None and run.thread is not threading.current_thread():
+            run.thread.join(timeout_s)
+            return not run.thread.is_alive()
+        return True
+
+    def _superseded(self, run: LoopRun) -> bool:
+        """A newer user turn started, the process is closing, or the loop was told to stop."""
+        return run.stop.is_set() or self.foreground.closed or self.foreground.turns > run.turn_mark
+
+    def _sleep(self, run: LoopRun, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self._superseded(run):
+                return True
+            run.stop.wait(min(left, POLL_S))
+        return self._superseded(run)
+
+    def _loop(self, run: LoopRun) -> None:
+        from nightschool.selfplay.practice import run_loop
+
+        reason = "finished"
+        try:
+            while self.foreground.busy and not self._superseded(run):
+                run.stop.wait(POLL_S)  # the turn that started the loop is still answering
+            if self._superseded(run):
+                reason = "the user's next message arrived before it started"
+                if self.foreground.closed:
+                    reason = "shutting down before it started"
+                return
+            run.state = "running"
+            model = PreemptibleModel(self.model, self.foreground, stop=run.stop.is_set)
+            with self._practice(model, verify_k=self.verify_k) as practice:
+
+                def on_cycle(_index: int, cycle: CycleResult) -> None:
+                    run.cycles.append(describe_cycle(cycle))
+                    run.passed += cycle.passed
+
+                run_loop(
+                    practice,
+                    should_stop=lambda: self._superseded(run),
+                    sleep=lambda seconds: self._sleep(run, seconds),
+                    on_cycle=on_cycle,
+                    max_cycles=run.max_cycles,
+                    cooldown_scale=self.cooldown_scale,
+                )
+            if run.max_cycles is not None and len(run.cycles) >= run.max_cycles:
+                reason = f"ran its {run.max_cycles} cycle(s)"
+            elif self.foreground.turns > run.turn_mark:
+                reason = "the user's next message arrived"
+        except Preempted:  # `_stop` already named the reason when it was told to stop
+            reason = "stopped (the cycle in progress was dropped)"
+            if self.foreground.closed:
+                reason = "shutting down (the cycle in progress was dropped)"
+            elif self.foreground.turns > run.turn_mark:
+                reason = "the user's next message arrived (the cycle in progress was dropped)"
+        except InfrastructureError as exc:
+            reason = f"infrastructure fault: {type(exc).__name__}: {exc}"
+            logger.warning("background self-play stopped by a fault: %s", exc)
+        except Exception as exc:  # a bug: keep the server up, say what happened
+            reason = f"crashed: {type(exc).__name__}: {exc}"
+            logger.exception("background self-play crashed")
+        finally:
+            if run.stop_reason is None:
+                run.stop_reason = reason
+            run.state = "stopped"
+            run.stopped_at = time.time()
+            logger.info("background self-play run %d: %s", run.number, run.summary())
+
+
+def _parse_cap(value: Any) -> int | str | None:
+    """`max_cycles` as an int in 1..MAX_LOOP_CYCLES, None when absent, or an error message."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        cap = int(str(value).strip())
+    except ValueError:
+        return f"max_cycles must be a whole number, got {value!r}"
+    if not 1 <= cap <= MAX_LOOP_CYCLES:
+        return f"max_cycles must be between 1 and {MAX_LOOP_CYCLES}, got {cap}"
+    return cap
