@@ -25,7 +25,7 @@ from nightschool.challenges import (
     templates,
     validator_crash,
 )
-from nightschool.challenges._gates import instrument, validator_self_test
+from nightschool.challenges._selftest import instrument, validator_self_test
 from nightschool.errors import ChallengeFaultError, ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import ExecResult, Sandbox

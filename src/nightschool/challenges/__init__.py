@@ -11,15 +11,14 @@ validator from a failing solution.
 
 from nightschool.challenges._gates import (
     ChallengeSpec,
-    SelfTestResult,
     preflight,
     quality_check,
     validator_crash,
-    validator_self_test,
 )
 from nightschool.challenges._model import CLUSTERS, TIERS, Challenge, Template
 from nightschool.challenges._registry import get_template, render, templates
 from nightschool.challenges._runner import Evaluation, evaluate
+from nightschool.challenges._selftest import SelfTestResult, validator_self_test
 from nightschool.challenges.generated import (
     REJECTION_KINDS,
     ROTATION_MIN_RUNS,

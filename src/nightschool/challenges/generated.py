@@ -38,10 +38,10 @@ from nightschool.challenges._gates import (
     preflight,
     quality_check,
     validator_crash,
-    validator_self_test,
 )
 from nightschool.challenges._model import CLUSTERS, TIERS, Challenge
 from nightschool.challenges._runner import evaluate
+from nightschool.challenges._selftest import validator_self_test
 from nightschool.errors import ChallengeFaultError
 from nightschool.sandbox import Sandbox
 
