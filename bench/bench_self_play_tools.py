@@ -1,10 +1,13 @@
 """Does the agent call the self-play tools when asked, and only then? (issue 10, part 4)
 
 Runs the real chat pipeline (`ChatPipeline` with `SelfPlayTools`, the embedded
-model, bubblewrap, a throw-away SQLite store) on a fixed script of requests in
-one session: three that ask for practice (one cycle, a background loop, stop)
-and unrelated ones that must not. A background loop started by the script runs
-real cycles until the next request stops it, as in `nightschool chat`.
+model, bubblewrap, a throw-away SQLite store) on a fixed script of requests,
+each the first message of its own session: four that ask for practice (one
+cycle, a background loop twice, stop) and unrelated ones that must not. A
+background loop started by the script runs real cycles until the next request
+stops it, as in `nightschool chat`. (In one long session the 1.5B called no
+self-play tool at all in two of four runs: the earlier coding turns pull it
+towards prose.)
 After a request that started a loop the script waits `--loop-wait` seconds,
 as a user reading the reply would, so the loop gets to practise. Printed per
 request: the tools called, the expected self-play tool, seconds; then each
@@ -105,16 +108,14 @@ def main() -> None:
             )
 
         chat = ForegroundService(pipeline(practice), foreground)
-        print(f"model {model.name}; {len(SCRIPT)} requests in one session\n")
+        print(f"model {model.name}; {len(SCRIPT)} requests, one session each\n")
         print(f"{'request':<66} {'expected':<15} {'called':<28} {'s':>6}")
         hits = misses = false_calls = unrelated = 0
-        messages: list[Message] = []
-        for request, expected in SCRIPT:
-            messages.append(Message(role="user", content=request))
+        for index, (request, expected) in enumerate(SCRIPT):
             started = time.perf_counter()
-            result = chat.handle(messages, session_id="bench")
+            messages = [Message(role="user", content=request)]
+            result = chat.handle(messages, session_id=f"bench-{index}")
             seconds = time.perf_counter() - started
-            messages.append(Message(role="assistant", content=result.reply))
             names = [call.name for call in result.tool_calls]
             practised = [name for name in names if name in SELF_PLAY_TOOL_SPECS]
             if expected is None:
@@ -126,6 +127,7 @@ def main() -> None:
                 misses += 1
             shown = ", ".join(names) or "-"
             print(f"{request[:66]:<66} {expected or '-':<15} {shown[:28]:<28} {seconds:>6.1f}")
+            print(f"    reply: {result.reply[:110]!r}")
             if practice.running():
                 time.sleep(args.loop_wait)
         practice.stop("bench over")

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from rich.console import Console
 
 from nightschool.agent import TOOL_SCHEMAS, TOOL_SPECS, AgentConfig, ChatPipeline
-from nightschool.agent.loop import PRACTICE_NOTE
+from nightschool.agent.loop import NATIVE_PRACTICE_USES, NATIVE_TOOL_USES
 from nightschool.agent.self_play import SESSION_ID, SelfPlayTools
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, SessionWorkspace
 from nightschool.cli._idle import ForegroundService
@@ -156,6 +156,16 @@ def test_self_play_tools_are_offered_only_with_a_practice(
     assert practising.call("stop_self_play", {}).result == "no background self-play has run"
 
 
+def test_the_native_prompt_names_practice_as_a_reason_only_with_the_tools() -> None:
+    from nightschool.agent import build_system_prompt
+    from nightschool.agent.tools import tool_specs
+
+    plain = build_system_prompt(protocol="native")
+    practising = build_system_prompt(protocol="native", tools=tool_specs(practice=True))
+    assert NATIVE_TOOL_USES in plain and NATIVE_PRACTICE_USES not in plain
+    assert NATIVE_PRACTICE_USES in practising
+
+
 def test_a_pipeline_without_practice_never_runs_self_play(
     store: Store, pipeline: Pipelines
 ) -> None:
@@ -164,7 +174,7 @@ def test_a_pipeline_without_practice_never_runs_self_play(
         [{"role": "user", "content": "practise something"}], session_id="s"
     )
     assert self_play_rows(store) == 0
-    assert "self_play" not in model.calls[0].messages[0]["content"]  # nor PRACTICE_NOTE
+    assert "self_play" not in model.calls[0].messages[0]["content"]
     assert not result.tool_calls  # read as a call to a tool that does not exist: a blob
 
 
@@ -181,7 +191,6 @@ def test_self_play_runs_one_cycle_in_the_turn_and_reports_it(
     )
     system = model.calls[0].messages[0]["content"]
     assert "- self_play {}" in system and "stop_self_play" in system
-    assert PRACTICE_NOTE in system
     (call,) = result.tool_calls
     assert call.name == "self_play" and call.error is None
     assert call.result is not None and call.result.startswith("practised one challenge: ")
@@ -211,7 +220,8 @@ def test_native_protocol_offers_and_runs_the_self_play_tools(
     )
     offered = [spec["function"]["name"] for spec in model.calls[0].tools or ()]
     assert offered == [*TOOL_SPECS, *SELF_PLAY_TOOL_SPECS]
-    assert "self_play_loop" in model.calls[0].messages[0]["content"]
+    system = model.calls[0].messages[0]["content"]
+    assert "self_play_loop" in system and NATIVE_PRACTICE_USES in system
     assert [call.name for call in result.tool_calls] == ["self_play_loop"]
     run = practice.latest()
     assert run is not None
