@@ -7,6 +7,7 @@ scripted (the chat turn calls the tool; the solver's code fails its validator).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -267,6 +268,30 @@ def test_loop_waits_for_its_turn_then_the_next_user_turn_stops_it(
     assert recorded == len(run.cycles)  # nothing half-written: every stored cycle is reported
     time.sleep(0.5)
     assert self_play_rows(store) == recorded and not tools.status()["active"]
+
+
+def test_a_turn_that_already_ended_still_stops_the_loop_at_its_next_model_call(
+    store: Store, foreground: Foreground, make_tools: Callable[[ScriptedModel], SelfPlayTools]
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def reply(_messages: Sequence[Message]) -> str:
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return WRONG
+
+    tools = make_tools(ScriptedModel(reply))
+    tools.call("self_play_loop", {})
+    assert entered.wait(30)  # the first cycle's first model call is under way
+    with foreground.turn():
+        pass  # a request refused at once: in and out while the call runs
+    release.set()
+    run = tools.latest()
+    assert run is not None
+    wait_until(lambda: run.state == "stopped", 10, "the loop to stop")
+    assert run.cycles == [] and self_play_rows(store) == 0
+    assert run.stop_reason is not None and "next message" in run.stop_reason
 
 
 def test_stop_self_play_and_max_cycles_end_the_loop(

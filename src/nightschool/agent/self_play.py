@@ -328,7 +328,10 @@ class SelfPlayTools:
                     reason = "shutting down before it started"
                 return
             run.state = "running"
-            model = PreemptibleModel(self.model, self.foreground, stop=run.stop.is_set)
+            # a newer turn that already ended (a refused request) stops it too
+            model = PreemptibleModel(
+                self.model, self.foreground, stop=lambda: self._superseded(run)
+            )
             with self._practice(model, verify_k=self.verify_k) as practice:
 
                 def on_cycle(_index: int, cycle: CycleResult) -> None:
