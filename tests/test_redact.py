@@ -472,6 +472,18 @@ def test_redact_is_idempotent() -> None:
     assert redact(once) == once
 
 
+def test_a_flag_glued_to_an_ip_stays_unredacted_on_both_passes() -> None:
+    # found by the idempotence property: the IP's placeholder ends in '>', which
+    # must not turn '--password' into a flag on the second pass
+    once = redact_text("1.2.3.4--password sk-")
+    assert once == "<REDACTED_IP>--password sk-"
+    assert redact_text(once) == once
+    assert redact_text("run --password hunter2xyz") == "run --password <REDACTED_SECRET>"
+    # a placeholder-looking value whose home path is then rewritten stays as it is
+    once = redact_text('redis-cli -a "/home/your_')
+    assert once == 'redis-cli -a "/home/<user>' and redact_text(once) == once
+
+
 # --- hypothesis ---------------------------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -31,10 +31,13 @@ From detect-secrets' heuristics we use `is_templated_secret` for placeholders.
 
 Rules, applied in this order, each to the output of the one before:
 
-1. Private keys -> `<REDACTED_PRIVATE_KEY>`: PEM (and PGP private key blocks),
+1. Home directories: `/home/<name>` -> `/home/<user>`, also `/Users/` and `C:\Users\`
+   (first: later rules read command words on the line, and a user name can be
+   one, as in `/home/mysql`).
+2. Private keys -> `<REDACTED_PRIVATE_KEY>`: PEM (and PGP private key blocks),
    SSH2 (`---- BEGIN SSH2 ... PRIVATE KEY ----`) and PuTTY `.ppk` files.
-2. JWTs (`eyJ<header>.eyJ<payload>.<signature>`) -> `<REDACTED_JWT>`.
-3. Provider tokens -> `<REDACTED_API_KEY>`: AWS key ids and secret keys, GitHub,
+3. JWTs (`eyJ<header>.eyJ<payload>.<signature>`) -> `<REDACTED_JWT>`.
+4. Provider tokens -> `<REDACTED_API_KEY>`: AWS key ids and secret keys, GitHub,
    GitLab, Slack tokens and webhooks, Stripe, Twilio, SendGrid, Mailchimp,
    Square, Telegram, Discord (bot tokens and webhooks), PyPI, npm, Azure
    storage, Artifactory, OpenAI, Anthropic, Google (API keys, OAuth secrets and
@@ -42,26 +45,25 @@ Rules, applied in this order, each to the output of the one before:
    workflow and trigger webhooks, and the secret key that follows an access
    key id in AWS `credentials.csv` rows. Each match is widened to its whole
    token; placeholders (`ghp_XXXX...`) stay.
-4. Passwords inside URIs: `scheme://user:pass@host` -> `scheme://user:<REDACTED_SECRET>@host`.
-5. `Cookie:` / `Set-Cookie:` header lines: the rest of the line -> `<REDACTED_SECRET>`.
-6. `value` fields of name/value records whose name is secret-named
+5. Passwords inside URIs: `scheme://user:pass@host` -> `scheme://user:<REDACTED_SECRET>@host`.
+6. `Cookie:` / `Set-Cookie:` header lines: the rest of the line -> `<REDACTED_SECRET>`.
+7. `value` fields of name/value records whose name is secret-named
    (`{"name": "DB_PASSWORD", "value": "x"}`, Kubernetes env lists).
-7. `key: value` / `key=value` pairs whose key is secret-named (`is_secret_key`),
+8. `key: value` / `key=value` pairs whose key is secret-named (`is_secret_key`),
    bare, quoted or JSON-quoted, also with `:=` and `=>`, as a call's quoted
    first argument (`define('DB_PASSWORD', 'x')`; a value that reads as a field
    name stays) and as an XML element (`<password>x</password>`); an auth scheme
    word (`Bearer`, `Basic`, ...) stays and only the credential becomes
    `<REDACTED_SECRET>`.
-8. Command-line flags: `--password X`, `--api-key=X`, `mysql -pX`,
+9. Command-line flags: `--password X`, `--api-key=X`, `mysql -pX`,
    `sshpass -p X`, `docker login -p X`, `redis-cli -a X`, `curl -u user:X`.
-9. A stand-alone `Bearer <token>` (16+ token characters, at least one digit).
-10. `.onion` addresses -> `<REDACTED_ONION>`.
-11. E-mail addresses -> `<REDACTED_EMAIL>`; `git@host` SSH remotes stay.
-12. Home directories: `/home/<name>` -> `/home/<user>`, also `/Users/` and `C:\Users\`.
+10. A stand-alone `Bearer <token>` (16+ token characters, at least one digit).
+11. `.onion` addresses -> `<REDACTED_ONION>`.
+12. E-mail addresses -> `<REDACTED_EMAIL>`; `git@host` SSH remotes stay.
 13. Non-loopback IPv4 addresses -> `<REDACTED_IP>`; version and section numbers
     stay (the exact rule is `IPV4_RULE`).
 
-What stays, so that stored code keeps its meaning (rules 4-8): environment reads
+What stays, so that stored code keeps its meaning (rules 5-9): environment reads
 and references (`os.environ["API_KEY"]`, `process.env.X`, `${DB_PASSWORD}`,
 `$X`, `%X%`, `{{ x }}`, `settings.DB_PASSWORD`), placeholders (`<your-key>`,
 `your_api_key_here`, `xxxxxxxx`, `sk-...`), empty and null values, type names,
@@ -146,6 +148,10 @@ PLACEHOLDERS = (API_KEY, EMAIL, IP, JWT, ONION, PRIVATE_KEY, SECRET_PLACEHOLDER,
 """Every placeholder `redact_text` can emit; none of them matches any rule."""
 
 _RULES: tuple[Callable[[Doc], None], ...] = (
+    # first: the rules after it read context words ('mysql', 'openssl') on the
+    # line, and a home directory's user name can be one ('/home/mysql'); rewritten
+    # later, a second pass would read a different line (idempotence property test)
+    home_rule,
     pem_rule,
     jwt_rule,
     token_rule,
@@ -157,7 +163,6 @@ _RULES: tuple[Callable[[Doc], None], ...] = (
     bearer_rule,
     onion_rule,
     email_rule,
-    home_rule,
     ip_rule,
 )
 

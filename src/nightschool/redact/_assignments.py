@@ -82,8 +82,11 @@ _BEARER = re.compile(r"bearer[ \t]+")
 _BEARER_TOKEN = re.compile(r"[A-Za-z0-9_.~+/-]{16,}+=*")
 
 # Command-line flags. Long flags are judged by `is_secret_key`; short ones only
-# for the commands where they carry a password.
-_FLAG = re.compile(r"-(?<![\w-]-)(?P<flag>-[A-Za-z][A-Za-z0-9_-]*+|[A-Za-z]++)(?P<sep>=|[ \t]++)?")
+# for the commands where they carry a password. A flag glued to the word before it
+# is not one; nor after '>', which ends a placeholder: '1.2.3.4--password x' keeps
+# its flag glued to '4', and would lose it once the IP became '<REDACTED_IP>'
+# (found by the idempotence property test).
+_FLAG = re.compile(r"-(?<![\w>-]-)(?P<flag>-[A-Za-z][A-Za-z0-9_-]*+|[A-Za-z]++)(?P<sep>=|[ \t]++)?")
 _P_ATTACHED = ("mysql", "mariadb")  # mysql -pSECRET (a lone '-p' prompts)
 _P_SPACED = ("sshpass", " login")  # sshpass -p X; docker / podman / helm ... login -p X
 

@@ -123,7 +123,11 @@ _NOT_SECRET_VALUES = frozenset(
     }
 )  # fmt: skip
 _ENV_PREFIXES = ("$", "%", "{{", "os.environ", "process.env", "env.", "import.meta.env", "ENV[")
-_PLACEHOLDER_ONLY = re.compile(r"(?:\s*<(?:REDACTED_[A-Z_]+|user)>\s*)+")
+_OUR_PLACEHOLDER = re.compile(r"<(?:REDACTED_[A-Z_]+|user)>")
+"""One of our own placeholders. A value holding one was rewritten by an earlier
+rule (or pass), so it is left alone: 'redis-cli -a "/home/your_' passes as a
+placeholder value, its home path then becomes '/home/<user>', and a second pass
+must not redact it (found by the idempotence property test)."""
 # Words that mark a value as a stand-in for a secret ('your_api_key_here').
 _PLACEHOLDER_WORDS = frozenset(
     {
@@ -178,7 +182,8 @@ def is_not_secret_value(value: str, key: str, *, bare: bool, after: str = "") ->
     """Say whether `value`, written under the secret-named `key`, is plainly not a secret.
 
     Not secrets: empty and null-like words, type names, placeholders
-    (`looks_placeholder`, our own `<REDACTED_...>`), values with no letter or
+    (`looks_placeholder`), values holding one of our own (`<REDACTED_...>`,
+    `<user>`), values with no letter or
     digit, environment reads and references (`$X`, `%X%`, `{{ x }}`,
     `os.environ...`, `process.env...`), a value equal to its key or ending in
     `.key`. For bare (unquoted) values also: dotted names (`settings.DB_PASSWORD`),
@@ -201,7 +206,7 @@ def is_not_secret_value(value: str, key: str, *, bare: bool, after: str = "") ->
         or lowered == key_lower
         or lowered.endswith("." + key_lower)
         or not any(ch.isalnum() for ch in stripped)
-        or _PLACEHOLDER_ONLY.fullmatch(stripped)
+        or _OUR_PLACEHOLDER.search(stripped)
         or looks_placeholder(stripped)
     ):
         return True
