@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -83,7 +84,13 @@ def test_host_home_not_visible(sandbox: Sandbox) -> None:
 def test_timeout_kills_whole_group(sandbox: Sandbox) -> None:
     result = sandbox.run(["sh", "-c", "sleep 300 & sleep 300"], timeout_s=0.5)
     assert result.timed_out and result.returncode == -9
-    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    # SIGKILL is delivered asynchronously: give the kernel a moment to finish the group
+    deadline = time.monotonic() + 5.0
+    while True:
+        left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+        if left.stdout.strip() == "" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert left.stdout.strip() == ""
 
 
