@@ -78,6 +78,8 @@ class LoopRun:
     Attributes:
         number: 1 for the first loop of the process, then 2, ...
         max_cycles: the cap (None: until stopped).
+        turn_mark: `Foreground.turns` when it was started; a higher count means
+            the user's next message arrived.
         state: `waiting` (for the turn that started it to end), `running`,
             `stopped`.
         cycles: one line per finished cycle (`describe_cycle`).
@@ -263,20 +265,15 @@ class SelfPlayTools:
         with self._lock:
             return self._runs[-1] if self._runs else None
 
-    def start(self, max_cycles: int | None = None) -> ToolOutcome:
-        """`self_play_loop` for callers other than the model (the admin API)."""
-        return self.self_play_loop(max_cycles)
-
     def stop(self, reason: str = "stopped", timeout_s: float = 30.0) -> bool:
-        """Stop the running loop, if any; True when none is left running."""
+        """Stop the running loop, if any; True when none is left running.
+
+        The cycle in progress is dropped (its decode aborts), nothing half-written.
+        """
         run = self.latest()
         if run is None or run.state == "stopped":
             return True
         return self._stop(run, reason=reason, timeout_s=timeout_s)
-
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Stop the loop for shutdown (the cycle in progress is dropped, nothing half-written)."""
-        self.stop("the server is shutting down", timeout_s=timeout_s)
 
     # -- internals --------------------------------------------------------------
 

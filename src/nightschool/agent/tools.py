@@ -294,22 +294,14 @@ class SessionWorkspace:
             "list_files": self.list_files,
         }
         self.practice = practice
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Names of the tools, in prompt order."""
-        return tuple(self.specs)
-
-    @property
-    def specs(self) -> dict[str, str]:
+        self.specs: dict[str, str] = tool_specs(practice=practice is not None)
         """Tool name → one-line description (`TOOL_SPECS`, plus the self-play tools)."""
-        return tool_specs(practice=self.practice is not None)
-
-    @property
-    def schemas(self) -> tuple[dict[str, Any], ...]:
+        self.names: tuple[str, ...] = tuple(self.specs)
+        """Names of the tools, in prompt order."""
+        self.schemas: tuple[dict[str, Any], ...] = (
+            (*TOOL_SCHEMAS, *SELF_PLAY_TOOL_SCHEMAS) if practice is not None else TOOL_SCHEMAS
+        )
         """The tools as OpenAI function tools, in prompt order."""
-        extra = SELF_PLAY_TOOL_SCHEMAS if self.practice is not None else ()
-        return (*TOOL_SCHEMAS, *extra)
 
     def resolve(self, path: str) -> Path:
         """Map a workspace-relative path to a host path inside the workspace.

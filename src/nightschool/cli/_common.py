@@ -11,6 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from nightschool.config import Settings
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
@@ -22,6 +30,24 @@ if TYPE_CHECKING:
 
 err = Console(stderr=True)
 """Progress, warnings and errors go to stderr; results go to stdout."""
+
+
+def progress_bar() -> Progress:
+    """The long-job display on stderr (`dream`, `eval run`).
+
+    Spinner, description, bar, done/total, elapsed; it disappears when the job
+    ends (transient).
+    """
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
 
 ModelOpt = Annotated[
     str | None,

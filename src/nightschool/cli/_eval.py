@@ -19,14 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from nightschool.cli._common import (
@@ -37,6 +29,7 @@ from nightschool.cli._common import (
     err,
     errors_to_exit_codes,
     open_store,
+    progress_bar,
     settings_from,
 )
 from nightschool.errors import EXIT_CODES, UserError
@@ -204,15 +197,7 @@ def _execute(
     sandbox = Sandbox()
     with err.status("checking the sandbox ..."):
         sandbox.check()
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
+    progress = progress_bar()
     state: dict[str, Any] = {"run_id": None, "done": 0}
     config = {"playbook": playbook, "temperature": temperature, "server": server}
     with (

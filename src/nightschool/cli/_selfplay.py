@@ -9,14 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from nightschool.cli._common import (
@@ -29,6 +21,7 @@ from nightschool.cli._common import (
     errors_to_exit_codes,
     open_store,
     preflight,
+    progress_bar,
     settings_from,
 )
 
@@ -175,15 +168,7 @@ def _dream_run(
         f"dreaming {what} with [bold]{model_name}[/] · database {settings.database_path()}",
         highlight=False,
     )
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
+    progress = progress_bar()
     results: list[Any] = []
     with progress:
         task = progress.add_task("starting", total=None if loop else cycles)

@@ -151,7 +151,7 @@ class PreemptibleModel:
         """Call the inner model unless a user turn is in flight; see the class.
 
         Raises:
-            Preempted: a user turn is (or became) in flight.
+            Preempted: a user turn is (or became) in flight, or `stop()` is True.
             ModelUnavailableError, ModelResponseError: as the inner model.
         """
         self._check()

@@ -212,9 +212,9 @@ def _add_self_play_routes(router: APIRouter, background: BackgroundSource) -> No
         max_cycles: Annotated[int | None, Body(embed=True, ge=1, le=1000)] = None,
     ) -> dict[str, Any]:
         tools = practice()
-        if tools.status()["active"]:
+        if tools.running():
             raise ApiError(409, "background self-play is already running", code="running")
-        outcome = tools.start(max_cycles)
+        outcome = tools.self_play_loop(max_cycles)
         return {"detail": outcome.result, **tools.status()}
 
     @router.post("/self-play/stop", responses=errors(401, 404))
