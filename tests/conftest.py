@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from nightschool.store import Store
+
+T = TypeVar("T")
 
 Reply = Callable[[list[dict[str, Any]]], str]
 
@@ -54,6 +56,35 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NIGHTSCHOOL_MODEL", "smollm2-135m")
     return home
+
+
+def poll_until(
+    predicate: Callable[[], T | None],
+    timeout_s: float,
+    what: str,
+    *,
+    check: Callable[[], None] | None = None,
+    poll_s: float = 0.02,
+) -> T:
+    """The first truthy value of `predicate()`, polled every `poll_s` s for `timeout_s` s.
+
+    `check()` runs before each poll and may fail the wait early (a server that
+    exited). Raises AssertionError naming `what` on timeout.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check is not None:
+            check()
+        if found := predicate():
+            return found
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Any]:
+    """`wait_until(predicate, timeout_s, what)`: `poll_until`, for tests."""
+    return poll_until
 
 
 class ServeProcess:
@@ -100,6 +131,17 @@ class ServeProcess:
             if found:
                 return found.group(1)
         raise AssertionError("serve did not start:\n" + "".join(self.output))
+
+    def wait_for(self, predicate: Callable[[], T | None], timeout_s: float, what: str) -> T:
+        """`poll_until` that fails at once, with the server's last output, if it exits."""
+
+        def alive() -> None:
+            assert self.proc.poll() is None, "serve exited"
+
+        try:
+            return poll_until(predicate, timeout_s, what, check=alive, poll_s=0.2)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n" + "".join(self.output[-40:])) from None
 
     def stop(self, timeout_s: float = 90.0) -> int:
         """Ctrl-C the server and return its exit code; kill it and fail after `timeout_s`."""

@@ -4,7 +4,8 @@ import os
 import shutil
 import signal
 import subprocess
-import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -81,17 +82,16 @@ def test_host_home_not_visible(sandbox: Sandbox) -> None:
     assert result.stdout.strip() == "False False"
 
 
-def test_timeout_kills_whole_group(sandbox: Sandbox) -> None:
+def test_timeout_kills_whole_group(sandbox: Sandbox, wait_until: Callable[..., Any]) -> None:
     result = sandbox.run(["sh", "-c", "sleep 300 & sleep 300"], timeout_s=0.5)
     assert result.timed_out and result.returncode == -9
-    # SIGKILL is delivered asynchronously: give the kernel a moment to finish the group
-    deadline = time.monotonic() + 5.0
-    while True:
+
+    def none_left() -> bool:
         left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
-        if left.stdout.strip() == "" or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert left.stdout.strip() == ""
+        return left.stdout.strip() == ""
+
+    # SIGKILL is delivered asynchronously: give the kernel a moment to finish the group
+    wait_until(none_left, 5.0, "no 'sleep 300' left")
 
 
 def test_output_is_capped() -> None:

@@ -57,15 +57,6 @@ def self_play_rows(store: Store) -> int:
     )
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def sandbox() -> Sandbox:
     return Sandbox()
@@ -205,7 +196,10 @@ def test_self_play_runs_one_cycle_in_the_turn_and_reports_it(
 
 
 def test_native_protocol_offers_and_runs_the_self_play_tools(
-    store: Store, pipeline: Pipelines, make_tools: Callable[[ScriptedModel], SelfPlayTools]
+    store: Store,
+    pipeline: Pipelines,
+    make_tools: Callable[[ScriptedModel], SelfPlayTools],
+    wait_until: Callable[..., Any],
 ) -> None:
     def reply(messages: Sequence[Message]) -> str | Completion:
         if not messages[0]["content"].startswith("You are a helpful assistant"):
@@ -248,7 +242,10 @@ def test_self_play_runs_once_per_user_turn(
 
 
 def test_loop_waits_for_its_turn_then_the_next_user_turn_stops_it(
-    store: Store, foreground: Foreground, make_tools: Callable[[ScriptedModel], SelfPlayTools]
+    store: Store,
+    foreground: Foreground,
+    make_tools: Callable[[ScriptedModel], SelfPlayTools],
+    wait_until: Callable[..., Any],
 ) -> None:
     tools = make_tools(ScriptedModel(lambda _m: WRONG))
     with foreground.turn():  # the turn in which the model called self_play_loop
@@ -271,7 +268,10 @@ def test_loop_waits_for_its_turn_then_the_next_user_turn_stops_it(
 
 
 def test_a_turn_that_already_ended_still_stops_the_loop_at_its_next_model_call(
-    store: Store, foreground: Foreground, make_tools: Callable[[ScriptedModel], SelfPlayTools]
+    store: Store,
+    foreground: Foreground,
+    make_tools: Callable[[ScriptedModel], SelfPlayTools],
+    wait_until: Callable[..., Any],
 ) -> None:
     entered, release = threading.Event(), threading.Event()
 
@@ -295,7 +295,9 @@ def test_a_turn_that_already_ended_still_stops_the_loop_at_its_next_model_call(
 
 
 def test_stop_self_play_and_max_cycles_end_the_loop(
-    store: Store, make_tools: Callable[[ScriptedModel], SelfPlayTools]
+    store: Store,
+    make_tools: Callable[[ScriptedModel], SelfPlayTools],
+    wait_until: Callable[..., Any],
 ) -> None:
     tools = make_tools(ScriptedModel(lambda _m: WRONG))
     tools.call("self_play_loop", {"max_cycles": 2})
@@ -323,6 +325,7 @@ def test_admin_api_starts_reports_and_stops_background_self_play(
     playbook: SkillMemory,
     foreground: Foreground,
     make_tools: Callable[[ScriptedModel], SelfPlayTools],
+    wait_until: Callable[..., Any],
 ) -> None:
     model = ScriptedModel(lambda _m: WRONG)
     plain = pipeline(model, None)

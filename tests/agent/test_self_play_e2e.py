@@ -51,11 +51,7 @@ def test_background_self_play_runs_until_the_next_message(
             def runs() -> list[dict[str, Any]]:
                 return list(client.get("/admin/self-play").json()["runs"])
 
-            deadline = time.monotonic() + 300
-            while runs()[0]["cycles"] < 1:
-                assert time.monotonic() < deadline, "no cycle:\n" + "".join(serve.output[-30:])
-                assert serve.proc.poll() is None, "".join(serve.output[-30:])
-                time.sleep(0.5)
+            serve.wait_for(lambda: runs()[0]["cycles"] >= 1, 300, "a background cycle")
             sent = time.time()
             reply = client.post(
                 "/v1/chat/completions",

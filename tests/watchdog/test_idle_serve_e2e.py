@@ -47,16 +47,6 @@ def _rows(db: Path) -> list[tuple[float, str, str, str]]:
         conn.close()
 
 
-def _wait_for(predicate, timeout_s: float, what: str, serve: Any):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if (found := predicate()) is not None:
-            return found
-        assert serve.proc.poll() is None, "serve exited:\n" + "".join(serve.output[-40:])
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}:\n" + "".join(serve.output[-40:]))
-
-
 def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(
     tmp_path: Path, serve_process: Callable[..., Any]
 ) -> None:
@@ -76,7 +66,7 @@ def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(
             closed = [r for r in rows if r[2] == run_id and r[3] != "started"]
             return None if closed else (started[-1][0], run_id)
 
-        _, run_id = _wait_for(dream_running, 150, "the dream phase to start", serve)
+        _, run_id = serve.wait_for(dream_running, 150, "the dream phase to start")
         order = list(dict.fromkeys(r[1] for r in _rows(db)))
         assert order == ["journal", "dream"], order
         time.sleep(2.0)  # the dream is deep in a model call now
@@ -92,7 +82,7 @@ def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(
             closed = [r for r in _rows(db) if r[2] == run_id and r[3] != "started"]
             return (closed[0][0], closed[0][3]) if closed else None
 
-        closed_at, status = _wait_for(dream_closed, 30, "the dream phase to close", serve)
+        closed_at, status = serve.wait_for(dream_closed, 30, "the dream phase to close")
         assert status == "interrupted"
         assert closed_at - sent < 1.0, f"the dream gave way {closed_at - sent:.2f} s after the turn"
     finally:
@@ -109,7 +99,7 @@ def test_serve_dreams_when_idle_and_a_user_turn_preempts_it(
             later = [r for r in _rows(db) if r[1] == "dream" and r[0] > interrupted_at]
             return later[0][0] if later else None
 
-        again = _wait_for(dream_again, 150, "the dream phase to fire again", serve)
+        again = serve.wait_for(dream_again, 150, "the dream phase to fire again")
         cooldown = 1800 * SCALE
         assert again - interrupted_at >= cooldown - 0.5, (again - interrupted_at, restarted)
         journal_after = [r for r in _rows(db) if r[1] == "journal" and r[0] > restarted]
