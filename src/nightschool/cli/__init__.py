@@ -15,11 +15,13 @@ from nightschool.cli._doctor import doctor
 from nightschool.cli._eval import eval_app
 from nightschool.cli._evolve import evolve
 from nightschool.cli._idle import watch
+from nightschool.cli._learn import learn_app
 from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._models import models
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
+from nightschool.cli._strategies import strategies_app
 from nightschool.privacy import disable_telemetry
 
 app = typer.Typer(
@@ -49,6 +51,8 @@ app.command()(models)
 app.command()(doctor)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")
+app.add_typer(strategies_app, name="strategies")
+app.add_typer(learn_app, name="learn")
 eval_app.command("learning-curve")(learning_curve)
 app.add_typer(eval_app, name="eval")
 

@@ -83,6 +83,7 @@ def build_watchdog(
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         scale=settings.idle_scale,
+        home=settings.home_dir(),
     )
     dog = Watchdog(
         store,
@@ -185,9 +186,7 @@ def phase_table(store: Store, settings: Settings) -> Table:
                 last = f"started {_ago(now - latest.timestamp)}, no end recorded"
         elif latest is not None:
             last = f"started {_ago(now - latest.timestamp)}, no end recorded"
-        if spec.name == "retrain":
-            nxt = "needs the learned models"
-        elif latest is None:
+        if latest is None:
             nxt = "when idle long enough"
         else:
             wait = latest.timestamp + cooldown - now

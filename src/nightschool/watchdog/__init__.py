@@ -74,7 +74,7 @@ PHASES: tuple[PhaseSpec, ...] = (
     PhaseSpec("dream", 600, 3600, 30 * 60, "a few self-play cycles, then consolidation"),
     PhaseSpec("reflection", 900, 3600, 40 * 60, "reflect on the backlog of failed trajectories"),
     PhaseSpec("skills", 900, 3600, 2 * 3600, "verify skills whose verification never finished"),
-    PhaseSpec("retrain", 900, 3600, 3 * 3600, "retrain the router and the process reward model"),
+    PhaseSpec("retrain", 900, 3600, 3 * 3600, "retrain the process reward model"),
     PhaseSpec("diary", 900, 3600, 3600, "consolidate the diary's narrative"),
     PhaseSpec("selfplay", 3600, None, 60, "one self-play cycle at a time", adaptive=True),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nightschool.llm import ChatModel
@@ -46,6 +47,8 @@ class NightschoolWork:
         verify_k: fresh renderings per arm when verifying lessons and skills.
         scale: the watchdog's time scale (self-play's cool-off, diary gap).
         clock: epoch seconds.
+        home: the nightschool home, where the retrain phase writes the
+            process reward model's checkpoint (None: no retrain phase).
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class NightschoolWork:
         verify_k: int = 6,
         scale: float = 1.0,
         clock: Any = time.time,
+        home: Path | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -71,6 +75,7 @@ class NightschoolWork:
         self.verify_k = verify_k
         self.scale = scale
         self.clock = clock
+        self.home = home
         self._selfplay_cooldown = 5.0
         self._last_selfplay_entry = 0.0
 
@@ -90,9 +95,9 @@ class NightschoolWork:
             self._owned = self._playbook = None
 
     def unavailable(self, phase: str) -> str | None:
-        """Why a phase cannot run here; `retrain` waits for the learned models."""
-        if phase == "retrain":
-            return "no learned router or process reward model to retrain yet"
+        """Why a phase cannot run here; `retrain` needs the home its checkpoint goes to."""
+        if phase == "retrain" and self.home is None:
+            return "no nightschool home to write the process reward model to"
         return None
 
     def run(self, phase: str) -> PhaseResult:
@@ -108,6 +113,7 @@ class NightschoolWork:
             "reflection": self._reflection,
             "skills": self._skills,
             "diary": self._diary,
+            "retrain": self._retrain,
             "selfplay": self._selfplay,
         }
         if phase not in handlers:
@@ -227,6 +233,31 @@ class NightschoolWork:
             "ok",
             f"verified {verified} of {len(waiting)} skill(s)",
             {"checked": len(waiting), "verified": verified},
+        )
+
+    def _retrain(self) -> PhaseResult:
+        """Retrain the process reward model: the code of `nightschool learn prm`."""
+        from nightschool.learners import NotEnoughDataError, learn_prm
+
+        if self.home is None:
+            return PhaseResult("skipped", "no nightschool home")
+        try:
+            report = learn_prm(self.store, self.home)
+        except NotEnoughDataError as exc:
+            return PhaseResult("skipped", exc.message)
+        mark = f"saved version {report.version}" if report.saved else "not saved"
+        return PhaseResult(
+            "ok",
+            f"PRM on {report.trajectories} trajectories: held-out open-state AUC "
+            f"{report.auc_open} (baseline {report.baseline_auc_open}); {mark}",
+            {
+                "trajectories": report.trajectories,
+                "auc_prefix": report.auc_prefix,
+                "auc_open": report.auc_open,
+                "baseline_auc_open": report.baseline_auc_open,
+                "saved": report.saved,
+                "version": report.version,
+            },
         )
 
     def _diary(self) -> PhaseResult:

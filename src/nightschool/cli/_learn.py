@@ -1,0 +1,93 @@
+"""`nightschool learn ...`: train the small models on the agent's own history."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nightschool.cli._common import err, errors_to_exit_codes, open_store, settings_from
+
+learn_app = typer.Typer(
+    help="Train the small models (process reward model) on recorded trajectories.",
+    no_args_is_help=True,
+)
+
+
+def _auc(value: float | None) -> str:
+    return "n/a (one class)" if value is None else f"{value:.3f}"
+
+
+@learn_app.command("prm")
+def learn_prm_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Write the checkpoint even if it does not beat the baseline."),
+    ] = False,
+    folds: Annotated[int, typer.Option(min=2, max=20, help="Grouped cross-validation folds.")] = 5,
+    min_trajectories: Annotated[
+        int, typer.Option(min=2, help="Fewest labelled trajectories to train on.")
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Train the process reward model and print its held-out report.
+
+    Learns from self-play, verification and chat trajectories (never eval
+    items); measures on held-out trajectories by grouped cross-validation
+    beside a request-only baseline; writes `<home>/learners/prm.json` only
+    when the PRM beats that baseline on open states. Exit 0 when saved, 1
+    when measured but not saved, 2 when there is not enough data yet.
+    """
+    with errors_to_exit_codes():
+        from nightschool.learners import PrmConfig, learn_prm
+
+        settings = settings_from()
+        store = open_store(settings, must_exist=True)
+        try:
+            with err.status("training the process reward model ..."):
+                report = learn_prm(
+                    store,
+                    settings.home_dir(),
+                    PrmConfig(folds=folds, min_trajectories=min_trajectories),
+                    force=force,
+                )
+        finally:
+            store.close()
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        out = Console()
+        kinds = ", ".join(f"{k} {v}" for k, v in report.by_kind.items())
+        out.print(
+            f"learned from {report.trajectories} trajectories ({kinds}; "
+            f"{report.passed} passed, {report.failed} failed), {report.states} step states; "
+            f"skipped {report.skipped_unknown} unknown, {report.skipped_empty} without steps"
+        )
+        table = Table(title=f"held-out AUC ({report.folds}-fold, grouped by challenge)")
+        table.add_column("states")
+        table.add_column("PRM", justify="right")
+        table.add_column("request-only baseline", justify="right")
+        table.add_row(
+            f"every prefix ({report.states})",
+            _auc(report.auc_prefix),
+            _auc(report.baseline_auc_prefix),
+        )
+        table.add_row(
+            f"open: failed, more attempts followed ({report.open_states}, "
+            f"{report.open_positive} recovered)",
+            _auc(report.auc_open),
+            _auc(report.baseline_auc_open),
+        )
+        out.print(table)
+        out.print(
+            f"scoring: {report.score_us_single:.2f} µs per state one at a time, "
+            f"{report.score_us_batch:.3f} µs batched; features {report.features_us:.1f} µs"
+        )
+        mark = "[green]saved[/]" if report.saved else "[yellow]not saved[/]"
+        version = f" version {report.version}" if report.saved else ""
+        out.print(f"{mark}{version}: {report.reason} ({report.path})")
+    if not report.saved:
+        raise typer.Exit(1)
