@@ -38,6 +38,7 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
         "m007_generated_challenges",
         "m008_phase_runs",
         "m009_diary",
+        "m010_strategy_champions",
     ]
 
 

@@ -63,6 +63,7 @@ from nightschool.agent.tools import (
 )
 from nightschool.agent.verifier import Verifier, VerifierVerdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
+from nightschool.evolution.champions import chat_strategy
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
 from nightschool.learning.reflection import Reflector
 from nightschool.llm import ChatModel, Message
@@ -285,6 +286,7 @@ class ChatPipeline:
             "finish_reasons": run.finish_reasons,
             "aborted": run.aborted,
             "verifier": None,
+            "strategy": chat_strategy(self.store),
         }
         if correction is not None:
             extra["corrected_trajectory_id"] = correction.trajectory_id

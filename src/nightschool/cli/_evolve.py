@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,6 +17,7 @@ from nightschool.cli._common import (
     ModelPathOpt,
     err,
     errors_to_exit_codes,
+    open_store,
     preflight,
     settings_from,
 )
@@ -91,12 +93,19 @@ def evolve(
 ) -> None:
     """Evolve solving strategies on train challenges; one gated promotion on a holdout.
 
+    A new run starts from the registered strategy champion, if any
+    (`nightschool strategies list`): it plays in generation 0 beside the
+    baselines and is what a candidate must beat. A promoted winner is
+    registered as the new champion; self-play then solves through it.
+
     Exit codes: 0 done (whatever the verdict), 1 every candidate of a generation
-    failed to be authored, 2 misuse, 3 model or sandbox fault, 130 interrupted
-    (resume with --resume DIR).
+    failed to be authored, or the champion changed while the run ran (the
+    promotion is not registered), 2 misuse, 3 model or sandbox fault, 4
+    unusable database, 130 interrupted (resume with --resume DIR).
     """
     # local-only, workers included: a non-loopback model server is refused (exit 2)
-    with errors_to_exit_codes(), no_external_network():
+    with errors_to_exit_codes(), no_external_network(), contextlib.ExitStack() as stack:
+        from nightschool.evolution import champions
         from nightschool.evolution.engine import Evolution, EvolutionConfig
         from nightschool.evolution.report import print_report, write_reports
         from nightschool.llm import check_model, make_model
@@ -132,6 +141,7 @@ def evolve(
             err.print(f"[dim]·[/] {message}", highlight=False)
 
         kwargs = {"model": chat_model, "sandbox": sandbox, "fallback": fallback}
+        store = stack.enter_context(open_store(settings))
         if resume is not None:
             directory = resume
             run = Evolution.resume(directory, on_event=on_event, **kwargs)
@@ -157,7 +167,12 @@ def evolve(
                 gate_mode="superiority" if gate_mode == "superiority" else "noninferiority_cheaper",
                 holdout_gate="sequential" if holdout_gate == "sequential" else "fixed",
             )
-            run = Evolution.start(directory, config, on_event=on_event, **kwargs)
+            start = champions.current(store)
+            if start is not None:
+                err.print(
+                    f"starting from strategy champion {start.id} ({start.name})", highlight=False
+                )
+            run = Evolution.start(directory, config, champion=start, on_event=on_event, **kwargs)
         err.print(
             f"evolving with [bold]{chat_model.name}[/] · run dir {directory}", highlight=False
         )
@@ -178,3 +193,10 @@ def evolve(
         print_report(console, state)
         markdown, data = write_reports(directory, state)
         err.print(f"reports: {markdown} · {data}", highlight=False)
+        registration = champions.register_run(store, directory, state)
+        if registration.entry is not None:
+            console.print(
+                f"strategy champion: {registration.entry.name} {registration.reason} "
+                "(`nightschool strategies show`)",
+                highlight=False,
+            )

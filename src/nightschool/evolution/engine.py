@@ -2,6 +2,16 @@
 
 Generation 0 plays the built-in baselines on the train slice; the best (by
 the champion policy) becomes the incumbent and stays the *baseline incumbent*.
+When a strategy champion is registered (`nightschool.evolution.champions`), the
+run starts from it: it plays first in generation 0, beside the baselines (not
+in place of the one it descends from), and it is the baseline incumbent, i.e.
+the gate's reference, whatever the train scores. Why: a promotion replaces the
+champion in use, so only a strategy that beats *that champion* on a fresh
+holdout may be registered; had a baseline that edged it on train become the
+reference, a candidate could be promoted over the baseline and registered over
+a champion it never beat. The baselines still play so the search may restart
+from one of them when it scores better on this run's train slice (it must then
+beat the champion on the holdout too).
 Each later generation an LLM authors `population` candidates from the
 incumbent's compacted results on every train task; contract-clean candidates
 and the incumbent (re-measured) play the same train tasks at the same budget,
@@ -46,6 +56,7 @@ from nightschool.evolution.author import (
     compact_losses,
 )
 from nightschool.evolution.baselines import BASELINES
+from nightschool.evolution.champions import ChampionEntry, start_point
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.evolution.harness import Harness, task_view
 from nightschool.evolution.runner import play_strategy
@@ -164,8 +175,23 @@ class Evolution:
         self.train = [TaskSpec.from_json(t) for t in state["train"]]
 
     @classmethod
-    def start(cls, run_dir: Path, config: EvolutionConfig, **kwargs: Any) -> Evolution:
+    def start(
+        cls,
+        run_dir: Path,
+        config: EvolutionConfig,
+        *,
+        champion: ChampionEntry | None = None,
+        **kwargs: Any,
+    ) -> Evolution:
         """Create a new run in `run_dir` (drawing the train slice) and checkpoint it.
+
+        Args:
+            run_dir: the run directory (must not hold a checkpoint).
+            config: the run's settings.
+            champion: the registered champion to start from (None: the baselines
+                alone); stored in the checkpoint as `start_champion`, so a resumed
+                run keeps it even if the registry changed.
+            **kwargs: the constructor's collaborators (`model`, `sandbox`, ...).
 
         Raises:
             UserError: `run_dir` already holds a checkpoint (use `resume`).
@@ -194,6 +220,7 @@ class Evolution:
             "verdict": None,
             "status": "running",
             "error": None,
+            "start_champion": start_point(champion),
         }
         run = cls(run_dir, state, **kwargs)
         state["models"] = {
@@ -301,6 +328,12 @@ class Evolution:
 
     def _generation_zero(self) -> None:
         nodes = []
+        start = self.state.get("start_champion")
+        if start is not None:  # first: it keeps its place on a train-score tie
+            source = str(start["source"])
+            node = Node(start["node"], source, 0, None, "champion", gzip_bytes=gzip_size(source))
+            self._measure(node)
+            nodes.append(node)
         for name, source in BASELINES.items():
             node = Node(name, source, 0, None, "baseline", gzip_bytes=gzip_size(source))
             self._measure(node)
@@ -309,7 +342,7 @@ class Evolution:
         for node in nodes:
             self.archive[node.name] = node
         self.state["incumbent"] = champion.name
-        self.state["baseline_incumbent"] = champion.name
+        self.state["baseline_incumbent"] = nodes[0].name if start is not None else champion.name
         self.state["generations"].append(
             {
                 "generation": 0,

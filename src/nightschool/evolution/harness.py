@@ -96,6 +96,8 @@ class Harness:
         max_tokens: completion cap per model call, tokens.
         temperature: default sampling temperature.
         seed: base seed; call k uses `seed + k` so replays are reproducible.
+        system_prompt: the system prompt of `sample` and `refine` (the solver's;
+            self-play through a champion adds the playbook and worked examples).
 
     Attributes:
         calls: every metered call, in order.
@@ -109,6 +111,7 @@ class Harness:
     temperature: float = 0.2
     seed: int | None = None
     calls: list[HarnessCall] = field(default_factory=list)
+    system_prompt: str = SYSTEM_PROMPT
 
     @property
     def model_calls(self) -> int:
@@ -166,7 +169,7 @@ class Harness:
         if prompt_extra:
             prompt = f"{prompt}\n\n{prompt_extra}"
         messages: list[Message] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": prompt},
         ]
         return self._code(self._complete("sample", messages, temperature))
@@ -182,7 +185,7 @@ class Harness:
         self._check_length("feedback", feedback, MAX_FEEDBACK_CHARS)
         file = self.challenge.solution_file
         messages: list[Message] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": self.challenge.prompt},
             {"role": "assistant", "content": f"```\n{code}\n```"},
             {

@@ -79,11 +79,15 @@ def _verdict_lines(state: dict[str, Any]) -> list[str]:
     if verdict is None:
         return [f"no verdict yet (status: {state['status']}; {state.get('error') or ''})".strip()]
     holdout = state.get("holdout") or {}
+    start = state.get("start_champion")
+    reference = f"baseline incumbent {holdout.get('baseline')}"
+    if start is not None and holdout.get("baseline") == start["node"]:
+        reference = f"{start['node']} (registered champion {start['id']}, {start['name']})"
     lines = [
         f"holdout: {len(holdout.get('tasks', []))} tasks drawn after generation "
         f"{holdout.get('drawn_after_generation')}, disjoint from train (asserted)"
         + (" — not played" if verdict.get("test") == "none" else ""),
-        f"champion {holdout.get('champion')} vs baseline incumbent {holdout.get('baseline')}",
+        f"champion {holdout.get('champion')} vs {reference}",
         f"decision: {'PROMOTE' if verdict['promote'] else 'keep incumbent'} — {verdict['reason']}",
     ]
     if verdict.get("test") != "none":

@@ -61,6 +61,7 @@ def open_practice(
     playbook: SkillMemory | None = None,
     session_id: str | None = None,
     curriculum: bool = True,
+    champion: bool = True,
 ) -> Iterator[Practice]:
     """Build a dream loop over `store`; closes the playbook it opened on exit.
 
@@ -81,6 +82,10 @@ def open_practice(
         curriculum: route through journal mining and generated challenges
             when the template bank has nothing left to teach (see
             `nightschool.selfplay.sources`); False: template bank only.
+        champion: cycles solve through the registered strategy champion when
+            one is current, looked up at every cycle
+            (`nightschool.evolution.champion_solver`); False, or no champion:
+            the default solver. Verification always uses the default solver.
     """
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.learning.verify import PairedVerifier
@@ -109,9 +114,14 @@ def open_practice(
             from nightschool.selfplay.sources import CurriculumSources
 
             sources = CurriculumSources(store, model, sandbox, rng=rng)
+        cycle_solver = solver
+        if champion:
+            from nightschool.evolution.champion_solver import ChampionSolver
+
+            cycle_solver = ChampionSolver(solver, store)
         loop = DreamLoop(
             store,
-            solver,
+            cycle_solver,
             FrontierTracker(store),
             rng=rng,
             session_id=session_id,

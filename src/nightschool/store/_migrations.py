@@ -328,6 +328,33 @@ M009_DIARY: tuple[str, ...] = (
     *_append_only("diary"),
 )
 
+M010_STRATEGY_CHAMPIONS: tuple[str, ...] = (
+    # The strategy-champion registry (`nightschool.evolution.champions`): one
+    # row per change of the current champion, append-only. `promotion` registers
+    # a strategy the promotion gate promoted; `rollback` re-activates an earlier
+    # promotion (`restores`); `baseline` goes back to the built-in solver (no
+    # champion). The current champion is the latest row's. `previous` is the
+    # champion that was current when the row was written (NULL: none).
+    """CREATE TABLE strategy_champions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        timestamp REAL NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('promotion', 'rollback', 'baseline')),
+        name TEXT NOT NULL,
+        source TEXT NOT NULL DEFAULT '',
+        lineage TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(lineage)),
+        verdict TEXT CHECK (verdict IS NULL OR json_valid(verdict)),
+        run_id TEXT,
+        restores INTEGER REFERENCES strategy_champions(id),
+        previous INTEGER REFERENCES strategy_champions(id),
+        note TEXT NOT NULL DEFAULT '',
+        record TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(record)),
+        CHECK ((kind = 'rollback') = (restores IS NOT NULL)),
+        CHECK (kind != 'promotion' OR (verdict IS NOT NULL AND source != ''))
+    )""",
+    "CREATE INDEX strategy_champions_run ON strategy_champions(run_id)",
+    *_append_only("strategy_champions"),
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
@@ -338,5 +365,6 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m007_generated_challenges", M007_GENERATED_CHALLENGES),
     ("m008_phase_runs", M008_PHASE_RUNS),
     ("m009_diary", M009_DIARY),
+    ("m010_strategy_champions", M010_STRATEGY_CHAMPIONS),
 )
 """All migrations this version knows, oldest first."""
