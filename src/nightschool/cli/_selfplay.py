@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
@@ -53,6 +54,15 @@ def _skill_line(cycle: Any) -> str | None:
         f"fresh renderings with it vs {c.get('passes_without')}/{c.get('k')} without "
         f"({c.get('test')})"
     )
+
+
+def _samples_line(drawn: Any) -> str:
+    if drawn.skipped:
+        return f"    [dim]no samples: {drawn.skipped}[/]"
+    marks = "".join("[green]✓[/]" if ok else "[red]✗[/]" for ok in drawn.passed)
+    pair = " → pass/fail pair" if drawn.contrast else ""
+    fault = f" [yellow](stopped: {escape(drawn.fault)})[/]" if drawn.fault else ""
+    return f"    samples {marks} ({sum(drawn.passed)}/{len(drawn.passed)} passed){pair}{fault}"
 
 
 def dream(
@@ -108,6 +118,17 @@ def dream(
             "and write new challenges with the model (quality-gated); --templates-only: never.",
         ),
     ] = True,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            min=1,
+            help="Solves per cycle: the cycle plus N-1 independent single-attempt samples of "
+            "the same challenge and prompt at the solver's temperatures, stored as trajectories "
+            "(extra.sample_of) so a challenge gets both a pass and a fail for preference pairs "
+            "(`trajectories export --format preference`); only the cycle counts on the frontier.",
+        ),
+    ] = 1,
     model: ModelOpt = None,
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
@@ -144,7 +165,9 @@ def dream(
                             curriculum=curriculum and cluster is None and tier is None,
                         )
                     )
-                _dream_run(practice, settings, chat_model.name, cycles, cluster, tier, loop)
+                _dream_run(
+                    practice, settings, chat_model.name, cycles, cluster, tier, loop, samples
+                )
         finally:
             store.close()
 
@@ -157,11 +180,17 @@ def _dream_run(
     cluster: str | None,
     tier: str | None,
     loop: bool,
+    samples: int = 1,
 ) -> None:
     from nightschool.selfplay import summarize
     from nightschool.selfplay.practice import run_loop
+    from nightschool.selfplay.samples import Sampler
 
     dream_loop = practice.loop
+    sampler = Sampler(
+        dream_loop.store, dream_loop.solver, samples, session_id=dream_loop.session_id
+    )
+    drawn: list[Any] = []
     playbook = practice.playbook
     what = "until Ctrl-C" if loop else f"{cycles} cycle(s)"
     err.print(
@@ -195,6 +224,9 @@ def _dream_run(
             for line in (_skill_line(cycle), _lesson_line(cycle)):
                 if line:
                     progress.console.print(line, highlight=False)
+            if samples > 1:
+                drawn.append(sampler.sample(cycle, on_event=on_event))
+                progress.console.print(_samples_line(drawn[-1]), highlight=False)
             progress.advance(task)
 
         if loop:
@@ -233,6 +265,12 @@ def _dream_run(
         )
     console = Console()
     console.print(table)
+    if samples > 1:
+        extra = sum(len(d.passed) for d in drawn)
+        console.print(
+            f"samples: {extra} extra solve(s); {sum(d.contrast for d in drawn)} of "
+            f"{len(drawn)} cycle(s) now have both a pass and a fail"
+        )
     learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
     new_skills = [c.skill for c in results if c.skill and c.skill.status == "written"]
     generated = sum(c.source != "template" for c in results)
