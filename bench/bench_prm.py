@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from nightschool.config import Settings
+from nightschool.errors import NightschoolError
 from nightschool.learners import PrmConfig, train_prm
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
@@ -37,7 +38,12 @@ SCORE_US_TARGET = 10.0
 def load(paths: list[Path]) -> dict[str, Trajectory]:
     seen: dict[str, Trajectory] = {}
     for path in paths:
-        with Store.open(path) as store:
+        try:
+            store = Store.open(path)
+        except NightschoolError as exc:
+            print(f"skipping {path}: {exc.message}")
+            continue
+        with store:
             for trajectory in store.iter_trajectories():
                 seen[trajectory.id] = trajectory
     return seen

@@ -52,6 +52,7 @@ from nightschool.selfplay._attempts import (
     read_reply,
     retry_prompt,
 )
+from nightschool.selfplay._repair import RepairPolicy, ask_policy
 from nightschool.selfplay._sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
@@ -79,7 +80,7 @@ class SolverConfig(BaseModel):
     instead of being run again (the validator would give the same verdict).
     """
 
-    max_attempts: int = Field(default=3, ge=1, le=3, description="Attempts per challenge.")
+    max_attempts: int = Field(default=3, ge=1, le=8, description="Attempts per challenge.")
     temperature: float = Field(
         default=0.2, ge=0, description="Sampling temperature of the first attempt."
     )
@@ -186,6 +187,14 @@ class _Episode:
     """The last program the checker rejected, and its checker message."""
     no_code: NoCode | None = None
     duplicate_of: int | None = None
+    failed_runs: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Index in `calls` of each attempt that ran and failed -> (code, checker message)."""
+    repairs: list[int] = field(default_factory=list)
+    """The attempt each search-chosen retry repaired (indices into `calls`)."""
+    switched: int = 0
+    """Retries the search sent to an earlier failure than the latest."""
+    lesson_ids: list[str] = field(default_factory=list)
+    skill_ids: list[str] = field(default_factory=list)
 
 
 class Solver:
@@ -196,6 +205,8 @@ class Solver:
         sandbox: where setup, solution and validator run.
         config: attempts, sampling, resampling and feedback size.
         playbook: lesson memory for the `### SKILL PLAYBOOK` section, if any.
+        search: which failure a retry repairs (None: the latest; see
+            `RepairPolicy`, and `learners.search` for the PRM-guided one).
     """
 
     def __init__(
@@ -205,11 +216,13 @@ class Solver:
         config: SolverConfig | None = None,
         *,
         playbook: SkillMemory | None = None,
+        search: RepairPolicy | None = None,
     ):
         self.model = model
         self.sandbox = sandbox
         self.config = config or SolverConfig()
         self.playbook = playbook
+        self.search = search
 
     def single_attempt(self) -> Solver:
         """This solver's model, sandbox and settings with one attempt and no playbook.
@@ -281,10 +294,14 @@ class Solver:
                 {"role": "system", "content": system_prompt},
                 {"role": "user", "content": challenge.prompt},
             ],
+            lesson_ids=[item.lesson.id for item in shown],
+            skill_ids=list(skill_ids),
         )
         infra: InfrastructureError | None = None
         started = time.perf_counter()
         for attempt in range(1, cfg.max_attempts + 1):
+            if attempt > 1 and cfg.retry_mode == "fresh":
+                self._choose_repair(ep, notify)
             try:
                 self._attempt(ep, attempt, notify)
             except InfrastructureError as exc:
@@ -306,6 +323,29 @@ class Solver:
             infra,
             model_calls=len(ep.replies),
         )
+
+    def _choose_repair(self, ep: _Episode, notify: Callable[[str], None]) -> None:
+        """Let the search policy point the next retry at an earlier failure."""
+        if self.search is None or len(ep.failed_runs) < 2:
+            return
+        if ep.no_code is not None or ep.duplicate_of is not None:
+            return  # the retry answers the last reply's problem, not a checker message
+        candidates = list(ep.failed_runs)
+        pick = ask_policy(
+            self.search,
+            ep.challenge,
+            ep.calls,
+            candidates,
+            shown=(ep.lesson_ids, ep.skill_ids),
+            notify=notify,
+        )
+        if pick is None or pick not in ep.failed_runs:
+            return
+        ep.last_run = ep.failed_runs[pick]
+        ep.repairs.append(pick)
+        if pick != candidates[-1]:
+            ep.switched += 1
+            notify(f"search: repairing attempt {pick + 1} instead of attempt {candidates[-1] + 1}")
 
     def _fresh_messages(self, ep: _Episode) -> list[Message]:
         """System prompt + one user message: the task, and on a retry what went wrong."""
@@ -442,6 +482,7 @@ class Solver:
             ep.tool_errors += 1
         if not ep.passed:
             ep.last_run = (code, ep.feedback)
+            ep.failed_runs[len(ep.calls)] = ep.last_run
         ep.calls.append(
             ToolCall(
                 name="run_solution",
@@ -499,6 +540,12 @@ class Solver:
             "blob_corrected": ep.blob_corrected,
             "test_code_stripped": ep.stripped,
         }
+        if self.search is not None:
+            extra["search"] = {
+                "policy": self.search.name,
+                "repaired": list(ep.repairs),
+                "switched": ep.switched,
+            }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"
         return Trajectory(

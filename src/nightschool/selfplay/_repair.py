@@ -1,0 +1,89 @@
+"""The solver's search hook: which failed attempt a retry repairs.
+
+`RepairPolicy` is the contract; `ask_policy` builds the episode so far as a
+partial trajectory, asks the policy, and falls back to the latest failure on
+any answer that is not a candidate and on any exception (a broken policy
+must never cost the episode). `learners.search.PrmRepair` is the PRM-guided
+policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from nightschool.challenges import Challenge
+from nightschool.trajectory import ToolCall, Trajectory
+
+__all__ = ["RepairPolicy", "ask_policy"]
+
+
+class RepairPolicy(Protocol):
+    """Chooses which failed attempt a retry repairs (search over attempts).
+
+    The default solver repairs the latest failure (retry at rising
+    temperature). A policy sees the episode so far and may send the retry back
+    to an earlier failure that looks closer to a pass; it never changes the
+    budget (one model call per attempt, the same resampling).
+    """
+
+    name: str
+    """Recorded in `extra["search"]["policy"]`."""
+
+    def pick(self, partial: Trajectory, candidates: Sequence[int]) -> int | None:
+        """The index into `partial.tool_calls` to repair, or None for the latest.
+
+        Args:
+            partial: the episode so far (request, lessons shown, the calls made;
+                outcome `unknown`). Must not be mutated.
+            candidates: indices of attempts that ran and failed (at least two),
+                oldest first.
+
+        Returns:
+            One of `candidates`, or None. Any other answer, or an exception,
+            falls back to the latest failure.
+        """
+        ...
+
+
+def ask_policy(
+    policy: RepairPolicy,
+    challenge: Challenge,
+    calls: Sequence[ToolCall],
+    candidates: Sequence[int],
+    *,
+    shown: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    notify: Callable[[str], None] = lambda _msg: None,
+) -> int | None:
+    """Ask `policy` which of `candidates` to repair; None means the latest.
+
+    Args:
+        policy: the search policy.
+        challenge: the challenge being solved.
+        calls: the episode's `run_solution` calls so far (copied, not shared).
+        candidates: indices into `calls` of attempts that ran and failed.
+        shown: ids of the lessons and of the skills in the prompt.
+        notify: progress callback (told when the policy fails).
+
+    Returns:
+        One of `candidates`, or None.
+    """
+    lessons, skills = shown
+    partial = Trajectory(
+        task_kind="selfplay",
+        cluster=challenge.cluster,
+        tier=challenge.tier,
+        user_request=challenge.prompt,
+        tool_calls=[call.model_copy() for call in calls],
+        extra={
+            "challenge_hash": challenge.challenge_hash,
+            "lessons_shown": list(lessons),
+            "skills_shown": list(skills),
+        },
+    )
+    try:
+        pick = policy.pick(partial, list(candidates))
+    except Exception as exc:
+        notify(f"search policy {policy.name} failed ({exc}); repairing the latest failure")
+        return None
+    return pick if pick in candidates else None
