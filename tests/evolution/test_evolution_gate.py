@@ -190,6 +190,19 @@ def test_null_false_promotion_rate_small_simulation(kind: str) -> None:
     assert promoted / sims <= 0.05 + 0.03
 
 
+def test_noninferiority_with_no_discordant_pair_is_tested_exactly() -> None:
+    cfg = GateConfig(mode="noninferiority_cheaper")
+    few = promotion_gate([PairedResult(f"t{i}", 1, 1, 100, 50) for i in range(20)], cfg)
+    assert few.test == "mcnemar-exact" and not few.promote  # 20 pairs cannot bound a 2% loss
+    assert few.ci_low == pytest.approx(-(1 - 0.025 ** (1 / 20)))
+    many = [PairedResult(f"t{i}", float(i % 2), float(i % 2), 100, 50) for i in range(200)]
+    verdict = promotion_gate(many, cfg)
+    assert verdict.test == "mcnemar-exact" and verdict.promote
+    assert -0.02 < verdict.ci_low < 0
+    not_cheaper = [PairedResult(f"t{i}", 1, 1, 100, 100) for i in range(200)]
+    assert not promotion_gate(not_cheaper, cfg).promote
+
+
 def test_binary_all_concordant_refused_but_all_wins_tested_exactly() -> None:
     ties = promotion_gate([PairedResult(f"t{i}", 1, 1) for i in range(20)])
     assert ties.test == "zero-width" and not ties.promote

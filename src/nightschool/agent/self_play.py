@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
@@ -139,6 +140,8 @@ class SelfPlayTools:
             lesson or skill (`self_play` defers verification to idle time).
         cooldown_scale: factor on the loop's adaptive 5-180 s cool-off
             (`NIGHTSCHOOL_IDLE_SCALE`).
+        home: the nightschool home whose learned router the solver may use
+            (None: none).
     """
 
     def __init__(
@@ -153,8 +156,10 @@ class SelfPlayTools:
         max_tokens: int = 512,
         verify_k: int = 6,
         cooldown_scale: float = 1.0,
+        home: Path | None = None,
     ) -> None:
         self.store = store
+        self.home = home
         self.model = model
         self.sandbox = sandbox
         self.foreground = foreground
@@ -289,6 +294,7 @@ class SelfPlayTools:
             verify_k=verify_k,
             playbook=self.playbook,
             session_id=SESSION_ID,
+            home=self.home,
         )
 
     def _stop(self, run: LoopRun, *, reason: str, timeout_s: float = 30.0) -> bool:

@@ -12,7 +12,7 @@ from rich.table import Table
 from nightschool.cli._common import err, errors_to_exit_codes, open_store, settings_from
 
 learn_app = typer.Typer(
-    help="Train the small models (process reward model) on recorded trajectories.",
+    help="Train the small models (process reward model, router) on recorded trajectories.",
     no_args_is_help=True,
 )
 
@@ -86,6 +86,74 @@ def learn_prm_command(
             f"scoring: {report.score_us_single:.2f} µs per state one at a time, "
             f"{report.score_us_batch:.3f} µs batched; features {report.features_us:.1f} µs"
         )
+        mark = "[green]saved[/]" if report.saved else "[yellow]not saved[/]"
+        version = f" version {report.version}" if report.saved else ""
+        out.print(f"{mark}{version}: {report.reason} ({report.path})")
+    if not report.saved:
+        raise typer.Exit(1)
+
+
+@learn_app.command("router")
+def learn_router_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Write the checkpoint even if the gate does not promote it."),
+    ] = False,
+    direct_at: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="p(first attempt passes) for `direct`.")
+    ] = 0.8,
+    stop_at: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="p(full budget passes) for `stop`.")
+    ] = 0.05,
+    min_trajectories: Annotated[
+        int, typer.Option(min=4, help="Fewest full-budget self-play episodes.")
+    ] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Train the budget router and replay held-out episodes against the full budget.
+
+    The router reads a request and answers `direct` (one attempt), `retry`
+    (the full budget; also whenever it is unsure) or `stop` (no attempt).
+    Held-out self-play episodes are replayed cut to the routed budget and
+    paired with the full budget; the promotion gate (non-inferior and
+    cheaper) and a 30% token saving decide whether `<home>/learners/router.json`
+    is written. Exit 0 when saved, 1 when not, 2 when there is not enough data.
+    """
+    with errors_to_exit_codes():
+        from nightschool.learners import RouterConfig, learn_router
+
+        settings = settings_from()
+        store = open_store(settings, must_exist=True)
+        try:
+            with err.status("training the router ..."):
+                report = learn_router(
+                    store,
+                    settings.home_dir(),
+                    RouterConfig(
+                        direct_at=direct_at, stop_at=stop_at, min_trajectories=min_trajectories
+                    ),
+                    force=force,
+                )
+        finally:
+            store.close()
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        out = Console()
+        decisions = ", ".join(f"{k} {v}" for k, v in report.decisions.items())
+        out.print(
+            f"replayed {report.episodes} held-out self-play episodes ({decisions}); "
+            f"p_first also learned from {report.first_only} single-attempt episodes"
+        )
+        table = Table(title="held-out replay: always the full budget vs routed")
+        table.add_column("arm")
+        table.add_column("pass rate", justify="right")
+        table.add_column("tokens/episode", justify="right")
+        table.add_row("full budget", f"{report.pass_full:.3f}", f"{report.tokens_full:.0f}")
+        table.add_row("routed", f"{report.pass_routed:.3f}", f"{report.tokens_routed:.0f}")
+        out.print(table)
+        out.print(f"tokens saved: {report.savings:.1%} (bar: 30%)")
+        out.print(f"gate: {report.verdict}")
         mark = "[green]saved[/]" if report.saved else "[yellow]not saved[/]"
         version = f" version {report.version}" if report.saved else ""
         out.print(f"{mark}{version}: {report.reason} ({report.path})")

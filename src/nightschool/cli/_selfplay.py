@@ -129,6 +129,23 @@ def dream(
             "(`trajectories export --format preference`); only the cycle counts on the frontier.",
         ),
     ] = 1,
+    search: Annotated[
+        str,
+        typer.Option(
+            "--search",
+            help="retry: each retry repairs the latest failure (rising temperature); prm: it "
+            "repairs the failure the process reward model values highest, same budget "
+            "(needs `nightschool learn prm`; bench/bench_search.py compares them).",
+        ),
+    ] = "retry",
+    router: Annotated[
+        bool,
+        typer.Option(
+            "--router/--no-router",
+            help="Let the learned router set each cycle's attempt budget when "
+            "`nightschool learn router` saved one (only when the gate promoted it).",
+        ),
+    ] = True,
     model: ModelOpt = None,
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
@@ -163,6 +180,9 @@ def dream(
                             verify_k=verify_k,
                             seed=seed,
                             curriculum=curriculum and cluster is None and tier is None,
+                            home=settings.home_dir(),
+                            search=search,
+                            router=router,
                         )
                     )
                 _dream_run(

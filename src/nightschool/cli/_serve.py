@@ -131,6 +131,7 @@ def _agent(
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
                 cooldown_scale=settings.idle_scale,
+                home=settings.home_dir(),
             )
         pipeline = ChatPipeline(
             model=chat_model,

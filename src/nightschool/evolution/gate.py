@@ -260,12 +260,16 @@ def promotion_gate(pairs: Sequence[PairedResult], config: GateConfig | None = No
         return refuse("floor", f"minimum-evidence floor: {n} < {config.min_pairs} paired tasks")
     scores = [s for p in pairs for s in (p.incumbent_score, p.candidate_score)]
     binary = all(s in (0.0, 1.0) for s in scores)
+    superiority = config.mode == "superiority"
     # Identical deltas give a zero-width interval, except pass/fail pairs that
-    # all break the same way (b = n or c = n), where McNemar is still exact.
-    if np.all(deltas == deltas[0]) and not (binary and deltas[0] != 0.0):
+    # all break the same way (b = n or c = n), where McNemar is still exact, and
+    # pass/fail pairs that all agree under non-inferiority: McNemar with no
+    # discordant pair still bounds the loss exactly (Clopper-Pearson: below
+    # 1 - (alpha/2)^(1/n), under a 0.02 tolerance from 183 pairs on).
+    exact_ties = binary and (deltas[0] != 0.0 or not superiority)
+    if np.all(deltas == deltas[0]) and not exact_ties:
         return refuse("zero-width", "zero-width interval: no evidence of variation")
 
-    superiority = config.mode == "superiority"
     margin = config.threshold if superiority else -config.tolerance
     if binary:
         bound = _mcnemar(deltas, lift, margin, config.alpha)

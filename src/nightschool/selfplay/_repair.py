@@ -1,4 +1,4 @@
-"""The solver's search hook: which failed attempt a retry repairs.
+"""The solver's learned hooks: which failed attempt a retry repairs, and the budget.
 
 `RepairPolicy` is the contract; `ask_policy` builds the episode so far as a
 partial trajectory, asks the policy, and falls back to the latest failure on
@@ -15,7 +15,19 @@ from typing import Protocol
 from nightschool.challenges import Challenge
 from nightschool.trajectory import ToolCall, Trajectory
 
-__all__ = ["RepairPolicy", "ask_policy"]
+__all__ = ["BudgetRouter", "RepairPolicy", "ask_policy", "ask_router"]
+
+
+class BudgetRouter(Protocol):
+    """Decides an episode's attempt budget from its request (`learners.router`)."""
+
+    def decide(self, trajectory: Trajectory) -> tuple[str, float, float]:
+        """(decision, p_first, p_any) for the request of `trajectory` (no calls yet)."""
+        ...
+
+    def budget(self, decision: str) -> int:
+        """Attempts the decision allows (0: none)."""
+        ...
 
 
 class RepairPolicy(Protocol):
@@ -87,3 +99,43 @@ def ask_policy(
         notify(f"search policy {policy.name} failed ({exc}); repairing the latest failure")
         return None
     return pick if pick in candidates else None
+
+
+def ask_router(
+    router: BudgetRouter,
+    challenge: Challenge,
+    max_attempts: int,
+    *,
+    shown: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    notify: Callable[[str], None] = lambda _msg: None,
+) -> tuple[int, dict[str, object] | None]:
+    """The router's budget for `challenge` (at most `max_attempts`) and the record of it.
+
+    Returns:
+        (budget, record): the record (decision, budget, p_first, p_any, the
+        router's version) goes to `extra["router"]`. Any router fault
+        escalates to `max_attempts` with no record (the fail-safe).
+    """
+    lessons, skills = shown
+    request = Trajectory(
+        task_kind="selfplay",
+        cluster=challenge.cluster,
+        tier=challenge.tier,
+        user_request=challenge.prompt,
+        extra={"lessons_shown": list(lessons), "skills_shown": list(skills)},
+    )
+    try:
+        decision, p_first, p_any = router.decide(request)
+        budget = max(0, min(router.budget(decision), max_attempts))
+    except Exception as exc:
+        notify(f"router failed ({exc}); using the full budget")
+        return max_attempts, None
+    notify(f"router: {decision} ({budget} attempt(s))")
+    record: dict[str, object] = {
+        "decision": decision,
+        "budget": budget,
+        "p_first": round(p_first, 4),
+        "p_any": round(p_any, 4),
+        "version": getattr(router, "version", None),
+    }
+    return budget, record

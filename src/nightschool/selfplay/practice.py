@@ -13,6 +13,7 @@ import contextlib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nightschool.llm import ChatModel
@@ -62,6 +63,9 @@ def open_practice(
     session_id: str | None = None,
     curriculum: bool = True,
     champion: bool = True,
+    home: Path | None = None,
+    search: str = "retry",
+    router: bool = True,
 ) -> Iterator[Practice]:
     """Build a dream loop over `store`; closes the playbook it opened on exit.
 
@@ -86,10 +90,24 @@ def open_practice(
             one is current, looked up at every cycle
             (`nightschool.evolution.champion_solver`); False, or no champion:
             the default solver. Verification always uses the default solver.
+        home: the nightschool home whose learned models the solver may use
+            (`learners.solver_hooks`); None: none.
+        search: `retry` (repair the latest failure) or `prm` (PRM-guided
+            repair, `learners.search.PrmRepair`); needs `home`.
+        router: let a gate-approved router checkpoint in `home` set each
+            cycle's budget.
+
+    Raises:
+        UserError: an unknown `search`.
     """
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.learning.verify import PairedVerifier
 
+    policy = budget_router = None
+    if home is not None:
+        from nightschool.learners import solver_hooks
+
+        policy, budget_router = solver_hooks(home, search=search, router=router)
     owned = None
     if playbook is None and (lessons or skills):
         from nightschool.memory import SkillMemory
@@ -97,7 +115,11 @@ def open_practice(
         playbook = owned = SkillMemory(store)
     try:
         solver = Solver(
-            model, sandbox, SolverConfig(temperature=temperature, max_tokens=max_tokens)
+            model,
+            sandbox,
+            SolverConfig(temperature=temperature, max_tokens=max_tokens),
+            search=policy,
+            router=budget_router,
         )
         solver.playbook = playbook
         verifier = (

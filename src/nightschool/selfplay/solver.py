@@ -52,7 +52,7 @@ from nightschool.selfplay._attempts import (
     read_reply,
     retry_prompt,
 )
-from nightschool.selfplay._repair import RepairPolicy, ask_policy
+from nightschool.selfplay._repair import BudgetRouter, RepairPolicy, ask_policy, ask_router
 from nightschool.selfplay._sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
@@ -192,6 +192,8 @@ class _Episode:
     repairs: list[int] = field(default_factory=list)
     """The attempt each search-chosen retry repaired (indices into `calls`)."""
     switched: int = 0
+    routed: dict[str, object] | None = None
+    """The router's decision, when a router is in use."""
     """Retries the search sent to an earlier failure than the latest."""
     lesson_ids: list[str] = field(default_factory=list)
     skill_ids: list[str] = field(default_factory=list)
@@ -207,6 +209,9 @@ class Solver:
         playbook: lesson memory for the `### SKILL PLAYBOOK` section, if any.
         search: which failure a retry repairs (None: the latest; see
             `RepairPolicy`, and `learners.search` for the PRM-guided one).
+        router: decides each episode's budget from the request
+            (`learners.router.RouterParams`: `direct` one attempt, `retry`
+            `max_attempts`, `stop` none); None: always `max_attempts`.
     """
 
     def __init__(
@@ -217,12 +222,14 @@ class Solver:
         *,
         playbook: SkillMemory | None = None,
         search: RepairPolicy | None = None,
+        router: BudgetRouter | None = None,
     ):
         self.model = model
         self.sandbox = sandbox
         self.config = config or SolverConfig()
         self.playbook = playbook
         self.search = search
+        self.router = router
 
     def single_attempt(self) -> Solver:
         """This solver's model, sandbox and settings with one attempt and no playbook.
@@ -299,7 +306,8 @@ class Solver:
         )
         infra: InfrastructureError | None = None
         started = time.perf_counter()
-        for attempt in range(1, cfg.max_attempts + 1):
+        budget = self._route(ep, notify)
+        for attempt in range(1, budget + 1):
             if attempt > 1 and cfg.retry_mode == "fresh":
                 self._choose_repair(ep, notify)
             try:
@@ -323,6 +331,19 @@ class Solver:
             infra,
             model_calls=len(ep.replies),
         )
+
+    def _route(self, ep: _Episode, notify: Callable[[str], None]) -> int:
+        """The episode's attempt budget: the router's decision, or `max_attempts`."""
+        if self.router is None:
+            return self.config.max_attempts
+        budget, ep.routed = ask_router(
+            self.router,
+            ep.challenge,
+            self.config.max_attempts,
+            shown=(ep.lesson_ids, ep.skill_ids),
+            notify=notify,
+        )
+        return budget
 
     def _choose_repair(self, ep: _Episode, notify: Callable[[str], None]) -> None:
         """Let the search policy point the next retry at an earlier failure."""
@@ -513,6 +534,9 @@ class Solver:
         attempts = len(ep.calls)
         if infra is not None:
             outcome, reason = Outcome.UNKNOWN, None
+        elif not ep.calls and ep.routed is not None:
+            outcome = Outcome.FAILED
+            reason = "not attempted: the router predicted it unsolvable at this budget"
         elif ep.passed:
             outcome, reason = Outcome.PASSED, None
         else:
@@ -540,6 +564,8 @@ class Solver:
             "blob_corrected": ep.blob_corrected,
             "test_code_stripped": ep.stripped,
         }
+        if ep.routed is not None:
+            extra["router"] = ep.routed
         if self.search is not None:
             extra["search"] = {
                 "policy": self.search.name,

@@ -170,6 +170,7 @@ class NightschoolWork:
             verify_k=self.verify_k,
             playbook=self.playbook,
             session_id=f"idle-{int(self.clock())}",
+            home=self.home,
         )
 
     def _dream(self) -> PhaseResult:
@@ -236,29 +237,48 @@ class NightschoolWork:
         )
 
     def _retrain(self) -> PhaseResult:
-        """Retrain the process reward model: the code of `nightschool learn prm`."""
-        from nightschool.learners import NotEnoughDataError, learn_prm
+        """Retrain the PRM and the router: the code of `nightschool learn prm|router`."""
+        from nightschool.learners import NotEnoughDataError, learn_prm, learn_router
 
         if self.home is None:
             return PhaseResult("skipped", "no nightschool home")
+        lines: list[str] = []
+        record: dict[str, Any] = {}
         try:
-            report = learn_prm(self.store, self.home)
+            prm = learn_prm(self.store, self.home)
+            mark = f"saved version {prm.version}" if prm.saved else "not saved"
+            lines.append(
+                f"PRM on {prm.trajectories} trajectories: held-out open-state AUC "
+                f"{prm.auc_open} (baseline {prm.baseline_auc_open}); {mark}"
+            )
+            record["prm"] = {
+                "trajectories": prm.trajectories,
+                "auc_prefix": prm.auc_prefix,
+                "auc_open": prm.auc_open,
+                "baseline_auc_open": prm.baseline_auc_open,
+                "saved": prm.saved,
+                "version": prm.version,
+            }
         except NotEnoughDataError as exc:
-            return PhaseResult("skipped", exc.message)
-        mark = f"saved version {report.version}" if report.saved else "not saved"
-        return PhaseResult(
-            "ok",
-            f"PRM on {report.trajectories} trajectories: held-out open-state AUC "
-            f"{report.auc_open} (baseline {report.baseline_auc_open}); {mark}",
-            {
-                "trajectories": report.trajectories,
-                "auc_prefix": report.auc_prefix,
-                "auc_open": report.auc_open,
-                "baseline_auc_open": report.baseline_auc_open,
-                "saved": report.saved,
-                "version": report.version,
-            },
-        )
+            lines.append(f"PRM: {exc.message}")
+        try:
+            routed = learn_router(self.store, self.home)
+            mark = f"saved version {routed.version}" if routed.saved else "not saved"
+            lines.append(
+                f"router on {routed.episodes} episodes: pass {routed.pass_routed} vs "
+                f"{routed.pass_full}, tokens saved {routed.savings:.0%}; {mark}"
+            )
+            record["router"] = {
+                "episodes": routed.episodes,
+                "savings": routed.savings,
+                "promote": routed.promote,
+                "saved": routed.saved,
+                "version": routed.version,
+            }
+        except NotEnoughDataError as exc:
+            lines.append(f"router: {exc.message}")
+        status = "ok" if record else "skipped"
+        return PhaseResult(status, "; ".join(lines), record)
 
     def _diary(self) -> PhaseResult:
         from nightschool.selfhood import consolidate
