@@ -67,6 +67,15 @@ def learning_curve(
             help="Refuse a home that already holds trajectories (a curve starts from nothing).",
         ),
     ] = True,
+    frontier: Annotated[
+        str,
+        typer.Option(
+            "--frontier",
+            help="Cluster picker of the dream: brittle (default) or prm (PRM uncertainty x "
+            "rarity, engaged while <home>/learners/prm.json exists: copy a trained one in). "
+            "Two curves, one per picker, are the frontier-weighting ablation.",
+        ),
+    ] = "brittle",
     model: ModelOpt = None,
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
@@ -84,10 +93,11 @@ def learning_curve(
             raise UserError("give exactly one of --cycles or --minutes (per checkpoint)")
         from nightschool.challenges import TIERS
         from nightschool.evals.curve import build_heldout, run_curve
+        from nightschool.learners.frontier import PICKERS, make_tracker
         from nightschool.learning.extraction import LessonExtractor
         from nightschool.learning.verify import PairedVerifier
         from nightschool.memory import SkillMemory
-        from nightschool.selfplay import DreamLoop, FrontierTracker, Solver, SolverConfig
+        from nightschool.selfplay import DreamLoop, Solver, SolverConfig
 
         tier_list = _split(tiers)
         unknown = [t for t in tier_list if t not in TIERS]
@@ -96,6 +106,8 @@ def learning_curve(
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
+        if frontier not in PICKERS:
+            raise UserError(f"unknown --frontier {frontier!r}; use brittle or prm")
         store = open_store(settings)
         if fresh and store.query("SELECT COUNT(*) FROM trajectories")[0][0]:
             store.close()
@@ -122,7 +134,7 @@ def learning_curve(
             loop = DreamLoop(
                 store,
                 solver,
-                FrontierTracker(store),
+                make_tracker(store, frontier, settings.home_dir()),
                 rng=random.Random(seed),
                 extractor=extractor,
                 verifier=verifier,

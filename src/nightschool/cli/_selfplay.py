@@ -146,6 +146,15 @@ def dream(
             "`nightschool learn router` saved one (only when the gate promoted it).",
         ),
     ] = True,
+    frontier: Annotated[
+        str,
+        typer.Option(
+            "--frontier",
+            help="brittle: pick clusters by recent friction (default); prm: weight them by "
+            "the PRM's uncertainty x how rarely they were practised, 20% uniform floor "
+            "(needs a saved PRM; otherwise the brittle picker).",
+        ),
+    ] = "brittle",
     model: ModelOpt = None,
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
@@ -183,6 +192,7 @@ def dream(
                             home=settings.home_dir(),
                             search=search,
                             router=router,
+                            frontier=frontier,
                         )
                     )
                 _dream_run(

@@ -66,6 +66,7 @@ def open_practice(
     home: Path | None = None,
     search: str = "retry",
     router: bool = True,
+    frontier: str = "brittle",
 ) -> Iterator[Practice]:
     """Build a dream loop over `store`; closes the playbook it opened on exit.
 
@@ -96,13 +97,22 @@ def open_practice(
             repair, `learners.search.PrmRepair`); needs `home`.
         router: let a gate-approved router checkpoint in `home` set each
             cycle's budget.
+        frontier: `brittle` (`FrontierTracker.pick_seed`) or `prm`
+            (`learners.frontier.PrmFrontierTracker`: PRM uncertainty x rarity
+            with a 20% floor, engaged only while a PRM checkpoint exists in
+            `home`).
 
     Raises:
-        UserError: an unknown `search`.
+        UserError: an unknown `search` or `frontier`.
     """
+    from nightschool.learners.frontier import PICKERS
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.learning.verify import PairedVerifier
 
+    if frontier not in PICKERS:
+        from nightschool.errors import UserError
+
+        raise UserError(f"unknown frontier picker {frontier!r}; use brittle or prm")
     policy = budget_router = None
     if home is not None:
         from nightschool.learners import solver_hooks
@@ -141,10 +151,13 @@ def open_practice(
             from nightschool.evolution.champion_solver import ChampionSolver
 
             cycle_solver = ChampionSolver(solver, store)
+        from nightschool.learners.frontier import make_tracker
+
+        tracker = make_tracker(store, frontier, home)
         loop = DreamLoop(
             store,
             cycle_solver,
-            FrontierTracker(store),
+            tracker,
             rng=rng,
             session_id=session_id,
             extractor=extractor,
