@@ -3,7 +3,8 @@
 #
 # - system packages (only those missing): bubblewrap (the sandbox), util-linux
 #   (prlimit sets the sandbox's rlimits; part of every Debian install), python3-venv,
-#   a C/C++ toolchain and cmake (llama-cpp-python compiles llama.cpp);
+#   a C/C++ toolchain and cmake (llama-cpp-python compiles llama.cpp), chromium (the
+#   dashboard's browser tests);
 # - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
 #   segfault in decode on CPUs that report AMX (DESIGN.md);
 # - the embedded models arrive inside PyPI packages, nothing is downloaded from a
@@ -26,6 +27,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The dashboard's browser tests drive Debian's chromium through Playwright. Optional:
+# where the distribution has no `chromium` package (Ubuntu ships a snap) only those
+# tests skip, and they say so.
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing chromium (dashboard browser tests)"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null; } \
+    || echo "warning: chromium could not be installed; the dashboard browser tests will skip"
 fi
 
 python3 - <<'PY'
