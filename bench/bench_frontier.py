@@ -21,37 +21,21 @@ Usage: `python bench/bench_frontier.py --db HOME/nightschool.db --train-glob '/t
 from __future__ import annotations
 
 import argparse
-import glob
 import math
 import random
 from collections import Counter
 from pathlib import Path
 
-from nightschool.errors import NightschoolError
+from _stores import load_trajectories, store_paths
 from nightschool.learners import LivePrm, PrmConfig, train_prm
 from nightschool.learners.frontier import PrmFrontierTracker, cluster_weights
 from nightschool.selfplay.frontier import FrontierTracker
 from nightschool.store import Store
-from nightschool.trajectory import Trajectory
 
 
 def entropy(counts: Counter[str]) -> float:
     total = sum(counts.values())
     return -sum(n / total * math.log2(n / total) for n in counts.values() if n)
-
-
-def training(pattern: str) -> list[Trajectory]:
-    seen: dict[str, Trajectory] = {}
-    for path in sorted(glob.glob(pattern, recursive=True)):
-        try:
-            store = Store.open(Path(path))
-        except NightschoolError as exc:
-            print(f"skipping {path}: {exc.message}")
-            continue
-        with store:
-            for t in store.iter_trajectories():
-                seen[t.id] = t
-    return list(seen.values())
 
 
 def main() -> None:
@@ -60,7 +44,7 @@ def main() -> None:
     parser.add_argument("--train-glob", required=True, help="stores the PRM is trained on")
     parser.add_argument("--picks", type=int, default=2000)
     args = parser.parse_args()
-    params, report = train_prm(training(args.train_glob), PrmConfig())
+    params, report = train_prm(load_trajectories(store_paths(args.train_glob)), PrmConfig())
     print(
         f"PRM on {report.trajectories} trajectories; open-state AUC {report.auc_open} vs "
         f"request-only {report.baseline_auc_open}; passes its save rule: {report.beats_baseline()}"

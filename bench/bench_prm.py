@@ -21,32 +21,15 @@ neither, the database of `NIGHTSCHOOL_HOME` (or the platform default).
 from __future__ import annotations
 
 import argparse
-import glob
 from collections import Counter
 from pathlib import Path
 
+from _stores import load_trajectories, store_paths
 from nightschool.config import Settings
-from nightschool.errors import NightschoolError
 from nightschool.learners import PrmConfig, train_prm
-from nightschool.store import Store
-from nightschool.trajectory import Trajectory
 
 PREFIX_AUC_TARGET = 0.75
 SCORE_US_TARGET = 10.0
-
-
-def load(paths: list[Path]) -> dict[str, Trajectory]:
-    seen: dict[str, Trajectory] = {}
-    for path in paths:
-        try:
-            store = Store.open(path)
-        except NightschoolError as exc:
-            print(f"skipping {path}: {exc.message}")
-            continue
-        with store:
-            for trajectory in store.iter_trajectories():
-                seen[trajectory.id] = trajectory
-    return seen
 
 
 def main() -> None:
@@ -55,17 +38,13 @@ def main() -> None:
     parser.add_argument("--glob", help="add every database matching this pattern")
     parser.add_argument("--folds", type=int, default=5)
     args = parser.parse_args()
-    paths = list(args.db)
-    if args.glob:
-        paths += [Path(p) for p in sorted(glob.glob(args.glob, recursive=True))]
-    if not paths:
-        paths = [Settings().database_path()]
-    trajectories = load(paths)
-    kinds = Counter(t.task_kind for t in trajectories.values())
-    models = Counter(t.model for t in trajectories.values() if t.task_kind != "eval")
+    paths = store_paths(args.glob, args.db) or [Settings().database_path()]
+    trajectories = load_trajectories(paths)
+    kinds = Counter(t.task_kind for t in trajectories)
+    models = Counter(t.model for t in trajectories if t.task_kind != "eval")
     print(f"{len(paths)} database(s), {len(trajectories)} trajectories: {dict(kinds)}")
     print(f"models (non-eval): {dict(models.most_common())}")
-    params, report = train_prm(trajectories.values(), PrmConfig(folds=args.folds))
+    params, report = train_prm(trajectories, PrmConfig(folds=args.folds))
     print(
         f"labelled: {report.trajectories} trajectories ({report.by_kind}; {report.passed} passed, "
         f"{report.failed} failed), {report.states} states; open states {report.open_states} "

@@ -16,30 +16,12 @@ Usage: `python bench/bench_router.py --glob '/tmp/*/nightschool.db'`.
 from __future__ import annotations
 
 import argparse
-import glob
-from pathlib import Path
 
-from nightschool.errors import NightschoolError
+from _stores import load_trajectories, store_paths
 from nightschool.learners import RouterConfig, train_router
-from nightschool.store import Store
-from nightschool.trajectory import Trajectory
 
 THRESHOLDS = ((0.8, 0.05), (0.9, 0.02), (0.7, 0.15), (0.99, 0.3))
 """(direct_at, stop_at) pairs: the default first, then a cautious and two bolder ones."""
-
-
-def load(paths: list[str]) -> list[Trajectory]:
-    seen: dict[str, Trajectory] = {}
-    for path in paths:
-        try:
-            store = Store.open(Path(path))
-        except NightschoolError as exc:
-            print(f"skipping {path}: {exc.message}")
-            continue
-        with store:
-            for t in store.iter_trajectories():
-                seen[t.id] = t
-    return list(seen.values())
 
 
 def main() -> None:
@@ -47,7 +29,7 @@ def main() -> None:
     parser.add_argument("--glob", required=True, help="stores to learn from and replay")
     parser.add_argument("--min-trajectories", type=int, default=30)
     args = parser.parse_args()
-    trajectories = load(sorted(glob.glob(args.glob, recursive=True)))
+    trajectories = load_trajectories(store_paths(args.glob))
     print(f"{len(trajectories)} trajectories")
     header = (
         f"{'direct_at':>9}{'stop_at':>8}  {'direct/retry/stop':<18}{'pass full':>10}"

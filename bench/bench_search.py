@@ -25,15 +25,13 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from _stores import load_trajectories, store_paths
 from nightschool.config import Settings
-from nightschool.errors import NightschoolError
 from nightschool.evals.curve import build_heldout
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners import PrmConfig, train_prm
@@ -42,8 +40,6 @@ from nightschool.llm import Completion, make_model
 from nightschool.llm._protocol import Message, ToolSpec
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay.solver import Solver, SolverConfig
-from nightschool.store import Store
-from nightschool.trajectory import Trajectory
 
 
 class CachedModel:
@@ -81,21 +77,6 @@ class CachedModel:
         return completion
 
 
-def training_set(pattern: str, held_hashes: set[str]) -> list[Trajectory]:
-    seen: dict[str, Trajectory] = {}
-    for path in sorted(glob.glob(pattern, recursive=True)):
-        try:
-            store = Store.open(Path(path))
-        except NightschoolError as exc:
-            print(f"skipping {path}: {exc.message}")
-            continue
-        with store:
-            for t in store.iter_trajectories():
-                if t.extra.get("challenge_hash") not in held_hashes:
-                    seen[t.id] = t
-    return list(seen.values())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
@@ -111,7 +92,8 @@ def main() -> None:
     heldout = build_heldout(args.tiers.split(","), args.per_cell, args.heldout_seed)
     items = list(heldout.items)[: args.limit or None]
     held_hashes = {item.challenge.challenge_hash for item in heldout.items}
-    params, report = train_prm(training_set(args.train_glob, held_hashes), PrmConfig())
+    training = load_trajectories(store_paths(args.train_glob), skip_hashes=frozenset(held_hashes))
+    params, report = train_prm(training, PrmConfig())
     print(
         f"PRM: {report.trajectories} trajectories, held-out prefix AUC {report.auc_prefix}, "
         f"open-state AUC {report.auc_open} vs request-only {report.baseline_auc_open}; "
