@@ -39,6 +39,8 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
         "m008_phase_runs",
         "m009_diary",
         "m010_strategy_champions",
+        "m011_prompts",
+        "m012_dashboard_indexes",
     ]
 
 

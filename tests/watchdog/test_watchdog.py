@@ -63,7 +63,15 @@ def test_phases_fire_in_order_within_their_windows(store: Store) -> None:
     assert dog.tick() is None  # just started: not idle yet
     _walk(dog, clock, 4000)
     first_seen = list(dict.fromkeys(work.ran))
-    assert first_seen == ["journal", "dream", "reflection", "skills", "diary", "selfplay"]
+    assert first_seen == [
+        "journal",
+        "dream",
+        "reflection",
+        "skills",
+        "diary",
+        "prompts",
+        "selfplay",
+    ]
     assert "retrain" not in work.ran  # unavailable here
     # dream fires only inside its 600-3600 s window, once per 30 min cooldown
     assert work.ran.count("dream") == 2

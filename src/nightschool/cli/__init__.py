@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from nightschool.cli._curve import learning_curve
+from nightschool.cli._dashboard import dashboard
 from nightschool.cli._diary import diary
 from nightschool.cli._doctor import doctor
 from nightschool.cli._eval import eval_app
@@ -18,6 +19,7 @@ from nightschool.cli._idle import watch
 from nightschool.cli._learn import learn_app
 from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._models import models
+from nightschool.cli._prompts import prompts_app
 from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
@@ -43,6 +45,7 @@ app.command()(dream)
 app.command()(status)
 app.command()(reflect)
 app.command()(serve)
+app.command()(dashboard)
 app.command()(watch)
 app.command()(diary)
 app.command()(chat)
@@ -52,6 +55,7 @@ app.command()(doctor)
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(lessons_app, name="lessons")
 app.add_typer(strategies_app, name="strategies")
+app.add_typer(prompts_app, name="prompts")
 app.add_typer(learn_app, name="learn")
 eval_app.command("learning-curve")(learning_curve)
 app.add_typer(eval_app, name="eval")

@@ -151,6 +151,10 @@ def open_practice(
             from nightschool.evolution.champion_solver import ChampionSolver
 
             cycle_solver = ChampionSolver(solver, store)
+        # cycles use the prompt registry's live solver prompt (built-in when none)
+        from nightschool.optim.live import with_live_prompt
+
+        cycle_solver = with_live_prompt(cycle_solver, store)
         from nightschool.learners.frontier import make_tracker
 
         tracker = make_tracker(store, frontier, home)

@@ -10,6 +10,8 @@ or anything with the same methods) to:
 - `GET /v1/models`, `GET /health` (no auth), and the `/admin` API (`_admin.py`).
 - `GET /openapi.json`: the API description, with the error statuses each route
   really returns (`_openapi.py`).
+- `/dashboard`: the browser dashboard (`server.dashboard`), which checks the
+  same key itself through a login form and a session cookie.
 
 Guard (a pure ASGI middleware, before any parsing): bearer API key on every path
 but `/health`, compared in constant time; request bodies over
@@ -74,6 +76,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/health"})
 """Paths served without the API key."""
+
+SELF_GUARDED_PREFIX = "/dashboard"
+"""Paths under it check the key themselves (a browser login, then a cookie:
+`server.dashboard`), so the bearer check here lets them through."""
 
 
 class ChatService(Protocol):
@@ -229,6 +235,11 @@ def create_app(
         )
 
     app.include_router(admin_router(store=store, memory=memory, background=pipeline))
+    from nightschool.server.dashboard import create_dashboard
+
+    app.mount(
+        SELF_GUARDED_PREFIX, create_dashboard(store, memory=memory, api_key=api_key)
+    )  # the dashboard: `/dashboard`, read-only but for a confirmed retraction
     app.add_middleware(_Guard, api_key=api_key, max_body_bytes=limits.max_body_bytes)
     install_openapi(app, open_paths=OPEN_PATHS)
     return app
@@ -344,6 +355,15 @@ def _param(loc: Sequence[Any]) -> str:
     return out
 
 
+def _guarded_elsewhere(path: str) -> bool:
+    """Open (`/health`), or checked by the dashboard itself (`/dashboard/...`)."""
+    return (
+        path in OPEN_PATHS
+        or path == SELF_GUARDED_PREFIX
+        or path.startswith(SELF_GUARDED_PREFIX + "/")
+    )
+
+
 class _Guard:
     """ASGI middleware: API key check, then the request-body byte bound.
 
@@ -360,7 +380,7 @@ class _Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"] not in OPEN_PATHS and not self._authorised(scope):
+        if not _guarded_elsewhere(scope["path"]) and not self._authorised(scope):
             await _send_error(
                 send,
                 ApiError(

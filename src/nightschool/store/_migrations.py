@@ -355,6 +355,46 @@ M010_STRATEGY_CHAMPIONS: tuple[str, ...] = (
     *_append_only("strategy_champions"),
 )
 
+M011_PROMPTS: tuple[str, ...] = (
+    # The prompt registry (`nightschool.optim.registry`): one row per change of
+    # a slot's live prompt (`solver`, `reflection`, `planning`), append-only.
+    # `promotion` registers a prompt the promotion gate promoted (its text, the
+    # verdict, the optimisation run, `parent` = the prompt it was optimised
+    # from and measured against, NULL: the built-in one); `rollback` re-activates
+    # an earlier promotion of the same slot (`restores`, its text copied);
+    # `baseline` goes back to the built-in prompt. A slot's live prompt is its
+    # latest row's. `previous` is the prompt live when the row was written.
+    """CREATE TABLE prompts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        timestamp REAL NOT NULL,
+        slot TEXT NOT NULL CHECK (slot IN ('solver', 'reflection', 'planning')),
+        kind TEXT NOT NULL CHECK (kind IN ('promotion', 'rollback', 'baseline')),
+        text TEXT NOT NULL DEFAULT '',
+        verdict TEXT CHECK (verdict IS NULL OR json_valid(verdict)),
+        run_id TEXT,
+        parent INTEGER REFERENCES prompts(id),
+        restores INTEGER REFERENCES prompts(id),
+        previous INTEGER REFERENCES prompts(id),
+        note TEXT NOT NULL DEFAULT '',
+        record TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(record)),
+        CHECK ((kind = 'rollback') = (restores IS NOT NULL)),
+        CHECK (kind != 'promotion' OR (verdict IS NOT NULL AND text != '')),
+        CHECK (kind != 'baseline' OR text = '')
+    )""",
+    "CREATE INDEX prompts_slot ON prompts(slot, id)",
+    "CREATE INDEX prompts_run ON prompts(run_id)",
+    *_append_only("prompts"),
+)
+
+M012_DASHBOARD_INDEXES: tuple[str, ...] = (
+    # Covers the dashboard's overview aggregate (`server.dashboard._aggregates`):
+    # counts by day, kind, cluster, tier and outcome read this index instead of
+    # the JSON records (100,000 trajectories: ~5 MB scanned instead of ~200 MB,
+    # GROUP BY 145 ms -> 72 ms warm, measured by `bench/bench_dashboard.py`).
+    "CREATE INDEX trajectories_dashboard ON trajectories(task_kind, cluster, tier, outcome, "
+    "timestamp)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
@@ -366,5 +406,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m008_phase_runs", M008_PHASE_RUNS),
     ("m009_diary", M009_DIARY),
     ("m010_strategy_champions", M010_STRATEGY_CHAMPIONS),
+    ("m011_prompts", M011_PROMPTS),
+    ("m012_dashboard_indexes", M012_DASHBOARD_INDEXES),
 )
 """All migrations this version knows, oldest first."""

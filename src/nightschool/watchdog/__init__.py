@@ -14,7 +14,8 @@ call. Idle time restarts from the turn's end.
 
 Windows and cooldowns are PRIOR-ART's (seconds): journal drain > 120 (60),
 dream 600-3600 (30 min), reflection 900-3600 (40 min), skills 900-3600 (2 h),
-retrain 900-3600 (3 h), diary 900-3600 (1 h), self-play > 3600. PRIOR-ART
+retrain 900-3600 (3 h), diary 900-3600 (1 h), self-play > 3600. Ours: prompts
+> 3600 (12 h: one GEPA run on the solver prompt, about 48 solves). PRIOR-ART
 gives self-play "60 min adaptive": here its cool-off between cycles is the
 adaptive one of seed 000 (`FrontierTracker.adaptive_cooldown`, 5-180 s), so
 a night away is spent practising. `scale` (`NIGHTSCHOOL_IDLE_SCALE`)
@@ -76,6 +77,9 @@ PHASES: tuple[PhaseSpec, ...] = (
     PhaseSpec("skills", 900, 3600, 2 * 3600, "verify skills whose verification never finished"),
     PhaseSpec("retrain", 900, 3600, 3 * 3600, "retrain the process reward model"),
     PhaseSpec("diary", 900, 3600, 3600, "consolidate the diary's narrative"),
+    PhaseSpec(
+        "prompts", 3600, None, 12 * 3600, "optimise the solver prompt with GEPA behind the gate"
+    ),
     PhaseSpec("selfplay", 3600, None, 60, "one self-play cycle at a time", adaptive=True),
 )
 """The phases in firing order, PRIOR-ART's windows and cooldowns (seconds, unscaled)."""

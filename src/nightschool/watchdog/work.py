@@ -114,6 +114,7 @@ class NightschoolWork:
             "skills": self._skills,
             "diary": self._diary,
             "retrain": self._retrain,
+            "prompts": self._prompts,
             "selfplay": self._selfplay,
         }
         if phase not in handlers:
@@ -122,7 +123,7 @@ class NightschoolWork:
 
     def after(self, phase: str, started_at: float, status: str) -> None:
         """Write the phase's diary entry (self-play: at most every `SELFPLAY_ENTRY_GAP_S`)."""
-        if phase in ("diary", "retrain") or status == "skipped":
+        if phase in ("diary", "retrain", "prompts") or status == "skipped":
             return
         now = self.clock()
         if phase == "selfplay":
@@ -279,6 +280,20 @@ class NightschoolWork:
             lines.append(f"router: {exc.message}")
         status = "ok" if record else "skipped"
         return PhaseResult(status, "; ".join(lines), record)
+
+    def _prompts(self) -> PhaseResult:
+        """One GEPA run on the solver prompt, registered only if the gate promotes it."""
+        from nightschool.optim.phase import optimise_prompt_phase
+
+        return optimise_prompt_phase(
+            self.store,
+            self.model,
+            self.sandbox,
+            self.home,
+            clock=self.clock,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+        )
 
     def _diary(self) -> PhaseResult:
         from nightschool.selfhood import consolidate
