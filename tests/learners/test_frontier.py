@@ -146,3 +146,27 @@ def test_a_dream_cycle_practises_where_the_frontier_points(store: Store, tmp_pat
     with open_practice(store, model, Sandbox(), lessons=False, skills=False, verify_k=0,
                        curriculum=False, home=home) as practice:  # fmt: skip
         assert not isinstance(practice.loop.tracker, PrmFrontierTracker)  # off by default
+
+
+def test_practice_keeps_the_search_and_router_it_was_asked_for(
+    store: Store, tmp_path: Path
+) -> None:
+    from nightschool.learners.router import RouterParams, _Logit, save_router
+    from nightschool.learners.search import PrmRepair
+    from nightschool.learners.steps import REQUEST_FEATURES
+
+    home = tmp_path / "home"
+    zero = _Logit(tuple([0.0] * len(REQUEST_FEATURES)), 0.0)
+    save_router(home / "learners" / "router.json", RouterParams(zero, zero, 0.8, 0.05, 3))
+    model = ScriptedModel(["x"])
+    with open_practice(
+        store, model, Sandbox(), lessons=False, skills=False, verify_k=0,
+        curriculum=False, home=home, search="prm",
+    ) as practice:  # fmt: skip
+        assert isinstance(practice.loop.solver.search, PrmRepair)
+        assert practice.loop.solver.router is not None
+    with open_practice(
+        store, model, Sandbox(), lessons=False, skills=False, verify_k=0,
+        curriculum=False, home=home, router=False,
+    ) as practice:  # fmt: skip
+        assert practice.loop.solver.search is None and practice.loop.solver.router is None

@@ -197,7 +197,14 @@ class ChampionSolver(Solver):
     def __init__(
         self, solver: Solver, store: Store, *, step_timeout_s: float = STEP_TIMEOUT_S
     ) -> None:
-        super().__init__(solver.model, solver.sandbox, solver.config, playbook=solver.playbook)
+        super().__init__(
+            solver.model,
+            solver.sandbox,
+            solver.config,
+            playbook=solver.playbook,
+            search=solver.search,
+            router=solver.router,
+        )
         self.store = store
         self.step_timeout_s = step_timeout_s
 
