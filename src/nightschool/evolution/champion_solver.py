@@ -281,17 +281,11 @@ class ChampionSolver(Solver):
         Raises:
             ValueError: `skill_ids` is given without any `skills` section.
         """
-        if skill_ids and not skills:
-            raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
         notify = on_event or (lambda _msg: None)
         cfg = self.config
-        shown = list(self.lessons_for(challenge) if lessons is None else lessons)
-        if shown:
-            from nightschool.memory import format_playbook
-
-            system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
-        for section in skills:
-            system_prompt = f"{system_prompt}\n\n{section.strip()}"
+        system_prompt, shown = self.compose_prompt(
+            challenge, system_prompt, lessons, skills, skill_ids
+        )
         budget = champion.budget or cfg.max_attempts
         model = _MeteredModel(self.model, notify, budget)
         harness = _RecordingHarness(

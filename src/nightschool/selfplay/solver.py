@@ -248,6 +248,30 @@ class Solver:
             challenge.prompt, k=self.config.lessons_k, cluster=challenge.cluster
         )
 
+    def compose_prompt(
+        self,
+        challenge: Challenge,
+        system_prompt: str,
+        lessons: Sequence[RetrievedLesson] | None,
+        skills: Sequence[str],
+        skill_ids: Sequence[str],
+    ) -> tuple[str, list[RetrievedLesson]]:
+        """(system prompt + playbook section for `lessons` + `skills` sections, lessons shown).
+
+        `lessons` None retrieves them for `challenge`. Raises ValueError when
+        `skill_ids` come without any `skills` section.
+        """
+        if skill_ids and not skills:
+            raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
+        shown = list(self.lessons_for(challenge) if lessons is None else lessons)
+        if shown:
+            from nightschool.memory import format_playbook
+
+            system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
+        for section in skills:
+            system_prompt = f"{system_prompt}\n\n{section.strip()}"
+        return system_prompt, shown
+
     def solve(
         self,
         challenge: Challenge,
@@ -283,17 +307,11 @@ class Solver:
         Raises:
             ValueError: `skill_ids` is given without any `skills` section.
         """
-        if skill_ids and not skills:
-            raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
         notify = on_event or (lambda _msg: None)
         cfg = self.config
-        shown = list(self.lessons_for(challenge) if lessons is None else lessons)
-        if shown:
-            from nightschool.memory import format_playbook
-
-            system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
-        for section in skills:
-            system_prompt = f"{system_prompt}\n\n{section.strip()}"
+        system_prompt, shown = self.compose_prompt(
+            challenge, system_prompt, lessons, skills, skill_ids
+        )
         ep = _Episode(
             challenge=challenge,
             system_prompt=system_prompt,
