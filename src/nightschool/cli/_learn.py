@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -11,10 +13,31 @@ from rich.table import Table
 
 from nightschool.cli._common import err, errors_to_exit_codes, open_store, settings_from
 
+if TYPE_CHECKING:
+    from nightschool.store import Store
+
 learn_app = typer.Typer(
     help="Train the small models (process reward model, router) on recorded trajectories.",
     no_args_is_help=True,
 )
+
+
+R = TypeVar("R")
+
+
+def _train(what: str, learn: Callable[[Store, Path], R]) -> R:
+    """Open the home's store, run `learn(store, home)` under a status line, close the store.
+
+    Raises:
+        UserError: there is no database yet.
+    """
+    settings = settings_from()
+    store = open_store(settings, must_exist=True)
+    try:
+        with err.status(f"training {what} ..."):
+            return learn(store, settings.home_dir())
+    finally:
+        store.close()
 
 
 def _auc(value: float | None) -> str:
@@ -44,18 +67,11 @@ def learn_prm_command(
     with errors_to_exit_codes():
         from nightschool.learners import PrmConfig, learn_prm
 
-        settings = settings_from()
-        store = open_store(settings, must_exist=True)
-        try:
-            with err.status("training the process reward model ..."):
-                report = learn_prm(
-                    store,
-                    settings.home_dir(),
-                    PrmConfig(folds=folds, min_trajectories=min_trajectories),
-                    force=force,
-                )
-        finally:
-            store.close()
+        config = PrmConfig(folds=folds, min_trajectories=min_trajectories)
+        report = _train(
+            "the process reward model",
+            lambda store, home: learn_prm(store, home, config, force=force),
+        )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=1))
     else:
@@ -122,20 +138,12 @@ def learn_router_command(
     with errors_to_exit_codes():
         from nightschool.learners import RouterConfig, learn_router
 
-        settings = settings_from()
-        store = open_store(settings, must_exist=True)
-        try:
-            with err.status("training the router ..."):
-                report = learn_router(
-                    store,
-                    settings.home_dir(),
-                    RouterConfig(
-                        direct_at=direct_at, stop_at=stop_at, min_trajectories=min_trajectories
-                    ),
-                    force=force,
-                )
-        finally:
-            store.close()
+        config = RouterConfig(
+            direct_at=direct_at, stop_at=stop_at, min_trajectories=min_trajectories
+        )
+        report = _train(
+            "the router", lambda store, home: learn_router(store, home, config, force=force)
+        )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=1))
     else:
