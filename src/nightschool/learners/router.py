@@ -45,7 +45,7 @@ from nightschool.evolution.archive import write_json_atomic
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners._checkpoint import CheckpointError
 from nightschool.learners.prm import NotEnoughDataError
-from nightschool.learners.steps import REQUEST_FEATURES, step_states
+from nightschool.learners.steps import REQUEST_FEATURES, request_features
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, Trajectory
 
@@ -110,7 +110,7 @@ class RouterParams:
 
     def decide(self, trajectory: Trajectory) -> tuple[Decision, float, float]:
         """(decision, p_first, p_any) for the request of `trajectory` (its calls are not read)."""
-        x = request_vector(trajectory)
+        x = request_features(trajectory)
         p_first, p_any = self.first.p(x), self.any_pass.p(x)
         if p_first >= self.direct_at:
             return "direct", p_first, p_any
@@ -125,17 +125,6 @@ class RouterParams:
             KeyError: an unknown decision.
         """
         return {"direct": 1, "retry": self.full_budget, "stop": 0}[decision]
-
-
-def request_vector(trajectory: Trajectory) -> list[float]:
-    """The request features of `trajectory` (`REQUEST_FEATURES` order)."""
-    probe = trajectory.model_copy(update={"tool_calls": trajectory.tool_calls[:1] or []})
-    states = step_states(probe)
-    if states:
-        return list(states[0].features[: len(REQUEST_FEATURES)])
-    from nightschool.learners.steps import _request_features
-
-    return _request_features(trajectory)
 
 
 @dataclass(frozen=True)
@@ -216,9 +205,9 @@ def _fit_router(
     full: list[Trajectory], single: list[Trajectory], cfg: RouterConfig
 ) -> RouterParams:
     firsts = full + single
-    x1 = np.asarray([request_vector(t) for t in firsts])
+    x1 = np.asarray([request_features(t) for t in firsts])
     y1 = np.asarray([float(_first_passed(t)) for t in firsts])
-    x3 = np.asarray([request_vector(t) for t in full])
+    x3 = np.asarray([request_features(t) for t in full])
     y3 = np.asarray([float(t.outcome == Outcome.PASSED) for t in full])
     return RouterParams(
         _fit(x1, y1, cfg.c), _fit(x3, y3, cfg.c), cfg.direct_at, cfg.stop_at, cfg.full_budget

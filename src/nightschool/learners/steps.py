@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
@@ -36,8 +36,8 @@ __all__ = [
     "TRAINING_KINDS",
     "LabelledStates",
     "StepState",
-    "feature_matrix",
     "label_states",
+    "request_features",
     "step_states",
 ]
 
@@ -194,7 +194,8 @@ def _code(call: ToolCall) -> str:
     return code if isinstance(code, str) else ""
 
 
-def _request_features(trajectory: Trajectory) -> list[float]:
+def request_features(trajectory: Trajectory) -> list[float]:
+    """The request part of every state of `trajectory` (`REQUEST_FEATURES` order)."""
     cluster = trajectory.cluster or ""
     tier = trajectory.tier or ""
     extra = trajectory.extra
@@ -231,7 +232,7 @@ def step_states(trajectory: Trajectory) -> list[StepState]:
         One `StepState` per tool call (empty for a trajectory without tool
         calls); `features` has `len(FEATURE_NAMES)` finite floats.
     """
-    request = _request_features(trajectory)
+    request = request_features(trajectory)
     group = str(trajectory.extra.get("challenge_hash") or trajectory.id)
     states: list[StepState] = []
     previous_code = ""
@@ -329,8 +330,3 @@ def label_states(trajectories: Iterable[Trajectory], gamma: float = GAMMA) -> La
             values.append(gamma ** (n - state.index - 1) * terminal)
             eventual.append(terminal)
     return LabelledStates(states, values, eventual, unknown, empty)
-
-
-def feature_matrix(states: Sequence[StepState]) -> list[tuple[float, ...]]:
-    """The feature vectors of `states`, in order (rows of `len(FEATURE_NAMES)`)."""
-    return [state.features for state in states]
