@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from tests._postgres import fresh_database, postgres_server, server_bindir
 
 from nightschool.store import Store
 
@@ -160,8 +161,54 @@ def serve_process() -> type[ServeProcess]:
     return ServeProcess
 
 
+STORE_BACKENDS = ("sqlite", "postgres")
+"""Every test that takes the `store` fixture runs once per backend."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that takes `store` on SQLite and on a real Postgres server."""
+    if "store" in metafunc.fixturenames:
+        metafunc.parametrize("store", STORE_BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[tuple[str, str]]:
+    """A throw-away Postgres server for the session and a migrated template database.
+
+    Yields (admin URL, template database name). Skips when the server binaries
+    are absent, unless NIGHTSCHOOL_REQUIRE_POSTGRES=1 (set by `.ci/run`, which
+    installs them), where their absence fails instead.
+    """
+    if server_bindir() is None:
+        reason = "PostgreSQL server binaries absent (Debian package `postgresql`)"
+        if os.environ.get("NIGHTSCHOOL_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason + "; NIGHTSCHOOL_REQUIRE_POSTGRES=1 forbids skipping")
+        pytest.skip(reason)
+    with postgres_server() as admin_url:
+        template = fresh_database(admin_url, "nightschool_template")
+        Store.open_url(template).close()
+        yield admin_url, "nightschool_template"
+
+
+_databases = iter(range(1, 1_000_000))
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def postgres_url(postgres_template: tuple[str, str]) -> str:
+    """A fresh, migrated Postgres database (a copy of the session's template)."""
+    admin_url, template = postgres_template
+    return fresh_database(admin_url, f"test_{next(_databases)}", template=template)
+
+
+@pytest.fixture
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store: SQLite in `tmp_path`, or a fresh database on the test Postgres server."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        with Store.open_url(url, home=tmp_path) as opened:
+            yield opened
+        return
     with Store.open(tmp_path / "test.db") as opened:
         yield opened
 

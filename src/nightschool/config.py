@@ -65,6 +65,12 @@ class Settings(BaseSettings):
         default=512, description="Completion cap sent with every model request, tokens."
     )
     temperature: float = Field(default=0.2, description="Sampling temperature for the solver.")
+    database_url: str | None = Field(
+        default=None,
+        description="A PostgreSQL database to use instead of the home's SQLite file "
+        "(NIGHTSCHOOL_DATABASE_URL=postgresql://user:password@host:5432/dbname), shared by "
+        "several `serve`/`dream` processes on different machines.",
+    )
     idle_scale: float = Field(
         default=1.0,
         gt=0,
@@ -89,3 +95,15 @@ class Settings(BaseSettings):
     def database_path(self) -> Path:
         """Return the path of the SQLite database inside the home directory."""
         return self.home_dir() / "nightschool.db"
+
+    def database_label(self) -> str:
+        """Where the store is, for messages: the SQLite path or the Postgres URL, no password."""
+        if self.database_url:
+            from nightschool.store import redact_url
+
+            return redact_url(self.database_url)
+        return str(self.database_path())
+
+    def database_exists(self) -> bool:
+        """Whether there is a store to read: the SQLite file exists, or a Postgres URL is set."""
+        return bool(self.database_url) or self.database_path().exists()

@@ -14,7 +14,8 @@ from nightschool.memory import (
     SkillMemory,
     fts_query,
 )
-from nightschool.memory._text import STOPWORDS
+from nightschool.memory._lexical_pg import tsquery_literal
+from nightschool.memory._text import MAX_QUERY_TOKENS, STOPWORDS, content_tokens
 from nightschool.store import Store
 
 Learn = Callable[..., LearnResult]
@@ -47,6 +48,11 @@ NASTY_QUERIES = [
 
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_fts_query_is_always_valid_fts5(store: Store, query: str) -> None:
+    if store.dialect == "postgres":  # one `to_tsquery` literal per word (`PgLexicalIndex`)
+        for word in content_tokens(query)[:MAX_QUERY_TOKENS]:
+            sql = "SELECT count(*) FROM lessons WHERE fts @@ to_tsquery('english', ?)"
+            store.query(sql, (tsquery_literal(word),))
+        return
     match = fts_query(query)
     if match:
         store.query("SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (match,))

@@ -24,9 +24,12 @@ def make(**kw: object) -> Trajectory:
 
 def test_pragmas_and_migrations_recorded(store: Store) -> None:
     conn = store.connection
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    if store.dialect == "sqlite":
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    else:
+        assert conn.execute("SHOW default_transaction_isolation").fetchone()[0] == "read committed"
     assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
     assert store.applied_migrations() == [
         "m001_initial",

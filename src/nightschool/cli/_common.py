@@ -155,13 +155,16 @@ def errors_to_exit_codes() -> Iterator[None]:
 
 
 def open_store(settings: Settings, *, must_exist: bool = False) -> Store:
-    """Open the database of `settings`.
+    """Open the database of `settings`: `NIGHTSCHOOL_DATABASE_URL`'s Postgres, else the SQLite file.
 
     Raises:
         UserError: `must_exist` and there is no database yet.
+        StoreError: the database cannot be opened or reached.
     """
     from nightschool.store import Store
 
+    if settings.database_url:
+        return Store.open_url(settings.database_url, home=settings.home_dir())
     path = settings.database_path()
     if must_exist and not path.exists():
         raise UserError(f"no database at {path}", hint="run `nightschool dream` first")

@@ -65,7 +65,7 @@ def dashboard(
             shown = f"[{bound_host}]" if ":" in str(bound_host) else str(bound_host)
             err.print(
                 f"nightschool dashboard on http://{shown}:{bound_port}{DASHBOARD_PATH}/ · "
-                f"database {settings.database_path()}",
+                f"database {settings.database_label()}",
                 highlight=False,
                 soft_wrap=True,
             )

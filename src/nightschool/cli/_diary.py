@@ -34,11 +34,11 @@ def diary(
         from nightschool.selfhood import Diary, self_state
 
         settings = settings_from()
-        path = settings.database_path()
         console = Console()
-        if not path.exists():
+        if not settings.database_exists():
             (err if json_out else console).print(
-                f"no database yet at {path}; run `nightschool dream` first.", highlight=False
+                f"no database yet at {settings.database_label()}; run `nightschool dream` first.",
+                highlight=False,
             )
             return
         store = open_store(settings)

@@ -315,10 +315,55 @@ def _check_server(settings: Settings) -> Check:
 # -- database, telemetry, disk --------------------------------------------------------------
 
 
+def _check_postgres(settings: Settings) -> Check:
+    """Connect to NIGHTSCHOOL_DATABASE_URL; compare its migrations with this version's."""
+    from nightschool.store import MIGRATIONS, redact_url
+    from nightschool.store._pg import PgConnection
+
+    label = redact_url(settings.database_url or "")
+    store_code = EXIT_CODES["store"]
+    try:
+        conn = PgConnection(settings.database_url or "")
+    except sqlite3.Error as exc:
+        return Check(
+            "database",
+            "fail",
+            f"cannot reach the Postgres database {label}: {exc}",
+            "check NIGHTSCHOOL_DATABASE_URL and that the server is running",
+            store_code,
+        )
+    try:
+        exists = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        if not exists or exists[0] is None:
+            return Check("database", "ok", f"{label} is empty; migrated on first use")
+        applied = [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
+    except sqlite3.Error as exc:
+        return Check("database", "fail", f"{label} is not readable: {exc}", None, store_code)
+    finally:
+        conn.close()
+    known = [name for name, _ in MIGRATIONS]
+    unknown = sorted(set(applied) - set(known))
+    if unknown:
+        return Check(
+            "database",
+            "fail",
+            f"{label} was written by a newer nightschool (unknown migrations: "
+            f"{', '.join(unknown)})",
+            "upgrade nightschool (`pip install -U nightschool`)",
+            store_code,
+        )
+    pending = len([name for name in known if name not in applied])
+    return Check(
+        "database", "ok", f"Postgres {label}: {len(applied)} migrations, {pending} pending"
+    )
+
+
 def check_database(settings: Settings) -> Check:
     """Open the database read-only: integrity check, then migrations against this version's."""
     from nightschool.store import MIGRATIONS
 
+    if settings.database_url:
+        return _check_postgres(settings)
     path = settings.database_path()
     store_code = EXIT_CODES["store"]
     aside = f"move {path} aside (nightschool starts a new one) or restore it from a backup"

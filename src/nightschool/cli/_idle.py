@@ -136,7 +136,7 @@ def watch(
                 return
             err.print(
                 f"watching · model [bold]{chat_model.name}[/] · database "
-                f"{settings.database_path()} · idle scale {settings.idle_scale:g} · Ctrl-C stops",
+                f"{settings.database_label()} · idle scale {settings.idle_scale:g} · Ctrl-C stops",
                 highlight=False,
             )
             stopped = threading.Event()

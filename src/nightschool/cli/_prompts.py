@@ -88,7 +88,7 @@ def list_prompts(
         if slot is not None:
             registry.check_slot(slot)
         settings = settings_from()
-        if not settings.database_path().exists():
+        if not settings.database_exists():
             Console().print("no prompt registered yet: every slot uses its built-in prompt")
             return
         with open_store(settings) as store:
@@ -135,7 +135,7 @@ def show_prompt(
         name = registry.check_slot(slot or "solver")
         console = Console()
         settings = settings_from()
-        if entry_id is None and not settings.database_path().exists():
+        if entry_id is None and not settings.database_exists():
             console.print(f"live {name} prompt: the built-in one", highlight=False)
             console.print(Panel(escape(registry.default_prompt(name)), title=name))
             return

@@ -263,7 +263,7 @@ def _announce(settings: Settings, agent: _Agent, sock: socket.socket) -> None:
     playbook = f"{agent.memory.count()} lessons" if agent.memory is not None else "off"
     err.print(
         f"nightschool serving [bold]{agent.model_name}[/] · database "
-        f"{settings.database_path()} · playbook {playbook}",
+        f"{settings.database_label()} · playbook {playbook}",
         highlight=False,
         soft_wrap=True,
     )

@@ -61,7 +61,7 @@ def list_strategies(
         from nightschool.evolution import champions
 
         settings = settings_from()
-        if not settings.database_path().exists():
+        if not settings.database_exists():
             Console().print("no strategy champion registered yet (run `nightschool evolve`)")
             return
         with open_store(settings) as store:

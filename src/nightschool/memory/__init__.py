@@ -2,9 +2,10 @@
 
 `SkillMemory` stores lessons and skills (task summary + verified code) in the
 nightschool database, finds near-duplicates, retrieves one kind at a time with
-BM25 (SQLite FTS5) fused with embedding similarity behind a relevance floor (an
-unrelated request gets nothing), and retracts every entry of a trajectory
-(archiving it first). `format_playbook` renders the `### SKILL PLAYBOOK` prompt
+BM25 (SQLite FTS5; on Postgres, IDF-weighted `ts_rank` over a `tsvector`
+column, see `_lexical_pg`) fused with embedding similarity behind a relevance
+floor (an unrelated request gets nothing), and retracts every entry of a
+trajectory (archiving it first). `format_playbook` renders the `### SKILL PLAYBOOK` prompt
 section and `format_worked_examples` the `### WORKED EXAMPLES` section, each
 within a token budget.
 

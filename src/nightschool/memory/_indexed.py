@@ -25,7 +25,7 @@ from nightschool.errors import UserError
 from nightschool.memory._default import default_embedder
 from nightschool.memory._embed import Embedder
 from nightschool.memory._index import VectorIndex
-from nightschool.memory._lexical import LexicalIndex
+from nightschool.memory._lexical import lexical_index
 from nightschool.memory._model import KINDS, Kind, MemoryConfig
 from nightschool.memory._records import PlaybookRecords
 from nightschool.memory._rows import (
@@ -33,6 +33,7 @@ from nightschool.memory._rows import (
     MAX_REINFORCED_BY,
     RESTORE_COLUMNS,
     RESTORE_INDEX,
+    any_of,
     entry_text,
     epoch_now,
     from_blob,
@@ -101,7 +102,7 @@ class IndexedPlaybook(PlaybookRecords):
             )
             for kind in KINDS
         }
-        self._lexical = LexicalIndex(
+        self._lexical = lexical_index(
             store,
             posting_budget=self.config.fts_posting_budget,
             prune_min_rows=self.config.fts_prune_min_rows,
@@ -322,14 +323,14 @@ class IndexedPlaybook(PlaybookRecords):
     def _archive(self, conn: sqlite3.Connection, rowids: Sequence[int], reason: str) -> None:
         if not rowids:
             return
-        ids = json.dumps(list(rowids))
+        in_rowids, ids = any_of(self.store.dialect, rowids)
         conn.execute(
             f"INSERT INTO lessons_archive ({ARCHIVE_COPY_COLUMNS}, archived_at, archive_reason) "
             f"SELECT {ARCHIVE_COPY_COLUMNS}, ?, ? FROM lessons "
-            "WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
+            f"WHERE rowid {in_rowids} ORDER BY rowid",
             (epoch_now(), reason, ids),
         )
-        conn.execute("DELETE FROM lessons WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
+        conn.execute(f"DELETE FROM lessons WHERE rowid {in_rowids}", (ids,))
         for index in self._indices.values():
             index.remove(rowids)
         for rowid in rowids:
@@ -370,7 +371,8 @@ class IndexedPlaybook(PlaybookRecords):
         worker reads through its own read-only connection (WAL readers never
         wait for writers) and never takes the store's lock, so a caller that
         holds a store transaction cannot deadlock with it; inside a transaction,
-        or for an in-memory database, the search runs inline instead.
+        or for an in-memory database, the search runs inline instead, as it
+        always does on Postgres (`PgLexicalIndex.open_reader`).
         """
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(

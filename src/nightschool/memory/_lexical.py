@@ -9,6 +9,10 @@ zero). Document frequencies come from an `fts5vocab` snapshot, refreshed when
 the playbook size drifts by more than 10%; query words are stemmed by FTS5
 itself (a scratch FTS5 table in the connection's `temp` schema), so the lookup
 uses exactly the index's porter stems.
+
+On Postgres the same contract is kept by `PgLexicalIndex` (`_lexical_pg`):
+full-text search over `lessons.fts`, ranked by IDF-weighted `ts_rank`;
+`lexical_index` picks the class for the store's dialect.
 """
 
 from __future__ import annotations
@@ -133,17 +137,22 @@ class LexicalIndex:
             words = self._within_budget(words, total_rows, run)
         if not words:
             return {}
+        return self._ranked(words, n, kind, run)
+
+    def _ranked(self, words: list[str], n: int, kind: str | None, run: Query) -> dict[int, float]:
+        """The top `n` rows matching any of `words` (`search`'s result)."""
         match = " OR ".join(f'"{word}"' for word in words)
         if kind is None:
             return {int(r): float(s) for r, s in run(_BM25_SQL, (match, n))}
         return {int(r): float(s) for r, s in run(_BM25_KIND_SQL, (match, kind, n))}
 
+    def _vocabulary(self, run: Query) -> dict[str, int]:
+        """Document frequency of every index term (a full snapshot)."""
+        return dict(run("SELECT term, doc FROM temp.nightschool_lessons_vocab", ()))
+
     def _within_budget(self, words: list[str], total_rows: int, run: Query) -> list[str]:
-        if abs(total_rows - self._df_rows) > 0.1 * max(self._df_rows, 1):
-            self._df = dict(run("SELECT term, doc FROM temp.nightschool_lessons_vocab", ()))
-            self._df_rows = total_rows
-        stems = self._stems(words, run)
-        freq = [max((self._df.get(term, 0) for term in stems[word]), default=0) for word in words]
+        self._refresh(total_rows, run)
+        freq = self._frequencies(words, run)
         kept, spent = [], 0
         for index in sorted(range(len(words)), key=lambda i: (freq[i], i)):
             if spent + freq[index] > self.posting_budget:
@@ -152,23 +161,39 @@ class LexicalIndex:
             spent += freq[index]
         return [words[i] for i in sorted(kept)]
 
+    def _refresh(self, total_rows: int, run: Query) -> None:
+        """Re-read the document frequencies when the row count drifted by more than 10%."""
+        if abs(total_rows - self._df_rows) > 0.1 * max(self._df_rows, 1):
+            self._df = self._vocabulary(run)
+            self._df_rows = total_rows
+
+    def _frequencies(self, words: list[str], run: Query) -> list[int]:
+        """Document frequency of each word (its most frequent stem) in the last snapshot."""
+        stems = self._stems(words, run)
+        return [max((self._df.get(term, 0) for term in stems[word]), default=0) for word in words]
+
     def _stems(self, words: list[str], run: Query) -> dict[str, tuple[str, ...]]:
         """The index terms of each word, as the FTS5 porter tokenizer stems it (cached)."""
         missing = [word for word in words if word not in self._stem_cache]
         if missing:
             if len(self._stem_cache) > STEM_CACHE_SIZE:
                 self._stem_cache.clear()
-            run("DELETE FROM temp.nightschool_query_tokens", ())
-            run(
-                "INSERT INTO temp.nightschool_query_tokens(rowid, t) "
-                "SELECT key + 1, value FROM json_each(?)",
-                (json.dumps(missing),),
-            )
-            found: dict[str, list[str]] = {word: [] for word in missing}
-            for doc, term in run("SELECT doc, term FROM temp.nightschool_query_terms", ()):
-                found[missing[int(doc) - 1]].append(str(term))
+            found = self._lookup_stems(missing, run)
             self._stem_cache.update((word, tuple(terms)) for word, terms in found.items())
         return {word: self._stem_cache[word] for word in words}
+
+    def _lookup_stems(self, missing: list[str], run: Query) -> dict[str, list[str]]:
+        """The index terms of each of `missing` (distinct words), from the index's tokenizer."""
+        run("DELETE FROM temp.nightschool_query_tokens", ())
+        run(
+            "INSERT INTO temp.nightschool_query_tokens(rowid, t) "
+            "SELECT key + 1, value FROM json_each(?)",
+            (json.dumps(missing),),
+        )
+        found: dict[str, list[str]] = {word: [] for word in missing}
+        for doc, term in run("SELECT doc, term FROM temp.nightschool_query_terms", ()):
+            found[missing[int(doc) - 1]].append(str(term))
+        return found
 
     def _setup(self, run: Query, key: int) -> None:
         """Create the temp tables once per connection (`key`: 0 for the store's)."""
@@ -176,3 +201,17 @@ class LexicalIndex:
             for statement in _SETUP:
                 run(statement, ())
             self._ready.add(key)
+
+
+def lexical_index(store: Store, *, posting_budget: int, prune_min_rows: int) -> LexicalIndex:
+    """The lexical index for `store.dialect`, with these arguments.
+
+    Returns:
+        `LexicalIndex` (SQLite FTS5 BM25) or `PgLexicalIndex` (Postgres
+        full-text search ranked by `ts_rank`; see `_lexical_pg`).
+    """
+    if store.dialect == "postgres":
+        from nightschool.memory._lexical_pg import PgLexicalIndex
+
+        return PgLexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)
+    return LexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)

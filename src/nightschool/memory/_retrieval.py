@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Collection, Sequence
 
 from nightschool.memory._indexed import IndexedPlaybook
 from nightschool.memory._model import Kind, Lesson, RetrievedLesson
 from nightschool.memory._records import check_kind
-from nightschool.memory._rows import SELECT_LESSON, to_lesson
+from nightschool.memory._rows import SELECT_LESSON, any_of, to_lesson
 
 FILTER_IN_PYTHON_MAX = 1000
 """Up to this many rows of the other kind, BM25 asks for that many more rows and
@@ -46,7 +45,8 @@ class RetrievingPlaybook(IndexedPlaybook):
         Hybrid ranking: the top `config.candidates` entries of `kind` by FTS5
         BM25 (the query sanitised into an OR of quoted tokens, so no user text
         is FTS syntax; the most common words dropped to fit
-        `config.fts_posting_budget`) and by embedding cosine are fused
+        `config.fts_posting_budget`; on Postgres IDF-weighted `ts_rank`
+        instead of BM25, see `_lexical_pg`) and by embedding cosine are fused
         (`config.fusion`: a weighted mix of cosine and saturated BM25 by
         default) into a score in 0..1. Entries whose fused score is below the
         relevance floor are dropped, so an unrelated request gets []; then
@@ -141,11 +141,12 @@ class RetrievingPlaybook(IndexedPlaybook):
         """Rowids of `kind` made from an excluded challenge or template."""
         if not hashes and not templates:
             return set()
+        in_hashes, hash_list = any_of(self.store.dialect, sorted(hashes))
+        in_templates, template_list = any_of(self.store.dialect, sorted(templates))
         rows = self.store.query(
-            "SELECT rowid FROM lessons WHERE kind = ? AND ("
-            "challenge_hash IN (SELECT value FROM json_each(?)) OR "
-            "template IN (SELECT value FROM json_each(?)))",
-            (kind, json.dumps(sorted(hashes)), json.dumps(sorted(templates))),
+            f"SELECT rowid FROM lessons WHERE kind = ? AND (challenge_hash {in_hashes} OR "
+            f"template {in_templates})",
+            (kind, hash_list, template_list),
         )
         return {int(row[0]) for row in rows}
 
@@ -188,9 +189,8 @@ class RetrievingPlaybook(IndexedPlaybook):
     def _lessons_by_rowid(self, rowids: Sequence[int]) -> dict[int, Lesson]:
         if not rowids:
             return {}
+        in_rowids, rowid_list = any_of(self.store.dialect, rowids)
         rows = self.store.query(
-            f"SELECT rowid, {SELECT_LESSON} FROM lessons WHERE rowid IN "
-            "(SELECT value FROM json_each(?))",
-            (json.dumps(list(rowids)),),
+            f"SELECT rowid, {SELECT_LESSON} FROM lessons WHERE rowid {in_rowids}", (rowid_list,)
         )
         return {int(row[0]): to_lesson(row[1:]) for row in rows}

@@ -99,6 +99,23 @@ def from_blob(blob: bytes | None, dim: int) -> npt.NDArray[np.float32] | None:
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
 
+def any_of(dialect: str, values: Sequence[Any]) -> tuple[str, Any]:
+    """A membership test against a list of values, as SQL and its one parameter.
+
+    Args:
+        dialect: `Store.dialect` (`sqlite` or `postgres`).
+        values: the list (ints or strings; may be empty).
+
+    Returns:
+        (sql, param) to write `f"column {sql}"`: on SQLite
+        `IN (SELECT value FROM json_each(?))` with the values as a JSON array;
+        on Postgres `= ANY(?)` with a Python list (a typed array parameter).
+    """
+    if dialect == "postgres":
+        return "= ANY(?)", list(values)
+    return "IN (SELECT value FROM json_each(?))", json.dumps(list(values))
+
+
 def validation_problem(
     *,
     trigger: str,

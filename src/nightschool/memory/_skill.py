@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nightschool.memory._lexical_pg import TRIGGER_PHRASE_SQL, trigger_phrase
 from nightschool.memory._model import LearnResult
 from nightschool.memory._retrieval import SAME_CODE_CHALLENGES, RetrievingPlaybook
 from nightschool.memory._rows import (
@@ -33,12 +34,14 @@ class SkillMemory(RetrievingPlaybook):
     Lessons (advice from failures) and skills (a task summary plus the verified
     code of a passing trajectory) live in the store's `lessons` table, told
     apart by its `kind` column (migration `m006_skills`); the FTS5 index
-    `lessons_fts` is kept in sync by triggers; embeddings are BLOBs in the same
-    rows and one in-memory `VectorIndex` per kind mirrors them. The indices are
-    loaded on first use and reloaded when `lesson_index_state.generation` shows
-    that another writer (another `SkillMemory`, another process) changed the
-    set of vectors. Retraction by trajectory, the archive, the exposure and
-    outcome counters and `set_verified` work the same for both kinds.
+    `lessons_fts` is kept in sync by triggers (on Postgres: the generated
+    `tsvector` column `lessons.fts`); embeddings are BLOBs (BYTEA) in the same
+    rows and one in-memory `VectorIndex` per kind mirrors them (no pgvector).
+    The indices are loaded on first use and reloaded when
+    `lesson_index_state.generation` shows that another writer (another
+    `SkillMemory`, another process) changed the set of vectors. Retraction by
+    trajectory, the archive, the exposure and outcome counters and
+    `set_verified` work the same for both kinds.
     `retrieve` returns one kind at a time and nothing below the relevance
     floor (`relevance_floor(kind)`), so an unrelated request gets [].
 
@@ -135,14 +138,7 @@ class SkillMemory(RetrievingPlaybook):
         wanted = normalise(trigger)
         words = tokens(trigger, keep_stopwords=True)
         if words:
-            phrase = 'trigger : "' + " ".join(words) + '"'
-            rows = conn.execute(
-                "SELECT l.rowid, l.id, l.trigger FROM lessons_fts f JOIN lessons l "
-                "ON l.rowid = f.rowid WHERE lessons_fts MATCH ? AND l.kind = 'lesson' "
-                "ORDER BY l.rowid LIMIT 50",
-                (phrase,),
-            ).fetchall()
-            for rowid, lesson_id, other in rows:
+            for rowid, lesson_id, other in self._trigger_candidates(conn, trigger, words):
                 if normalise(other) == wanted:
                     return rowid, lesson_id, f"same trigger as {lesson_id}"
         keys, sims = self._indices["lesson"].search(vector, 1)
@@ -157,6 +153,25 @@ class SkillMemory(RetrievingPlaybook):
                     f"{self.duplicate_threshold:.2f})",
                 )
         return None
+
+    def _trigger_candidates(
+        self, conn: sqlite3.Connection, trigger: str, words: Sequence[str]
+    ) -> list[Any]:
+        """Up to 50 (rowid, id, trigger) of lessons whose trigger holds `words` as a phrase.
+
+        SQLite: FTS5 phrase on the trigger column, oldest first. Postgres: a
+        tsquery phrase on weight A (stopwords drop out), a trigger equal to
+        `trigger` (case aside) first.
+        """
+        if self.store.dialect == "postgres":
+            return conn.execute(TRIGGER_PHRASE_SQL, (trigger_phrase(words), trigger)).fetchall()
+        phrase = 'trigger : "' + " ".join(words) + '"'
+        return conn.execute(
+            "SELECT l.rowid, l.id, l.trigger FROM lessons_fts f JOIN lessons l "
+            "ON l.rowid = f.rowid WHERE lessons_fts MATCH ? AND l.kind = 'lesson' "
+            "ORDER BY l.rowid LIMIT 50",
+            (phrase,),
+        ).fetchall()
 
     # -- skills -----------------------------------------------------------------
 

@@ -163,7 +163,7 @@ class Diary:
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        clauses: list[str] = ["1"]
+        clauses: list[str] = ["1 = 1"]
         params: list[Any] = []
         if kind is not None:
             clauses.append("kind = ?")

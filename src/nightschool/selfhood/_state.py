@@ -190,7 +190,7 @@ def self_state(store: Store, *, clusters: Sequence[str] = CLUSTERS) -> SelfState
     if clusters:
         union = " UNION ALL ".join(
             "SELECT * FROM (SELECT cluster, passed, attempts, compression_delta "
-            "FROM frontier_runs WHERE cluster = ? ORDER BY id DESC LIMIT ?)"
+            "FROM frontier_runs WHERE cluster = ? ORDER BY id DESC LIMIT ?) AS recent"
             for _ in clusters
         )
         params: list[Any] = [v for c in clusters for v in (c, window)]

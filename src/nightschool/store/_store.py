@@ -1,10 +1,18 @@
-"""The SQLite store: one database file for every persisted record.
+"""The store: one database for every persisted record, SQLite or PostgreSQL.
 
-Opened with WAL journaling, `synchronous=FULL` (a committed append survives a
-crash or power cut), a busy timeout and foreign keys on. Trajectories and
-corrections are append-only (enforced by triggers); every write goes through
-redaction first. Reads overlay the correction that counts (see
+SQLite (the embedded default) is one file, opened with WAL journaling,
+`synchronous=FULL` (a committed append survives a crash or power cut), a busy
+timeout and foreign keys on. Trajectories and corrections are append-only
+(enforced by triggers); every write goes through redaction first. Reads overlay
+the correction that counts (see
 `nightschool.trajectory.apply_correction`).
+
+PostgreSQL (`Store.open_url`, selected by `NIGHTSCHOOL_DATABASE_URL`) lets
+several `serve`/`dream` processes on different machines share one store: the
+same named migrations (`_pg_migrations`), the same append-only triggers and
+correction overlay, and every component's SQL through `_pg.PgConnection`,
+which speaks the `sqlite3` interface and serialises write transactions with an
+advisory lock, as SQLite serialises writers.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from nightschool.errors import (
     DatabaseCorruptError,
@@ -33,6 +41,11 @@ from nightschool.trajectory import (
     Trajectory,
     apply_correction,
 )
+
+Dialect = Literal["sqlite", "postgres"]
+
+MIGRATION_LOCK = 0x6E73_6D67  # "nsmg"
+"""Postgres advisory lock held while migrating, so concurrent first opens apply each once."""
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another writer's lock before failing, milliseconds."""
@@ -57,9 +70,13 @@ class Store:
         StoreError: the file cannot be opened (permissions, disk).
     """
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: Path, dialect: Dialect = "sqlite"
+    ) -> None:
         self._conn = connection
         self.path = path
+        self.dialect: Dialect = dialect
+        """`sqlite` or `postgres`: for the few components whose SQL must differ."""
         self._lock: threading.RLock = threading.RLock()
         self._depth = 0
 
@@ -100,6 +117,43 @@ class Store:
                 "to another directory",
             ) from exc
         except StoreError:
+            conn.close()
+            raise
+        return store
+
+    @classmethod
+    def open_url(cls, url: str, *, home: Path | None = None) -> Store:
+        """Open (migrating if needed) the PostgreSQL database at `url`.
+
+        Args:
+            url: `postgresql://user[:password]@host[:port]/dbname[?options]` (libpq).
+            home: the local home directory; `path` is `home/"nightschool.db"`
+                (never created), so files kept beside the database (evolve
+                reports, checkpoints) still have a place.
+
+        Raises:
+            StoreError: the server cannot be reached or refuses the login.
+            SchemaTooNewError: the database holds migrations this version does not know.
+        """
+        from nightschool.store._pg import PgConnection
+
+        try:
+            conn = PgConnection(url)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot connect to the Postgres database {redact_url(url)}: {exc}",
+                hint="check NIGHTSCHOOL_DATABASE_URL and that the server is running",
+            ) from exc
+        path = (home or Path(".")) / "nightschool.db"
+        # PgConnection implements the sqlite3.Connection subset the components use.
+        store = cls(cast(sqlite3.Connection, conn), path, "postgres")
+        try:
+            conn.execute("SELECT pg_advisory_lock(?)", (MIGRATION_LOCK,))
+            try:
+                store._migrate()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
+        except BaseException:
             conn.close()
             raise
         return store
@@ -162,10 +216,23 @@ class Store:
 
     def _migrate(self) -> None:
         conn = self._conn
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
+        migrations = MIGRATIONS
+        if self.dialect == "postgres":
+            from nightschool.store._pg_migrations import COMPATIBILITY, PG_MIGRATIONS
+
+            migrations = PG_MIGRATIONS
+            for statement in COMPATIBILITY:
+                conn.execute(statement)
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "rowid BIGINT GENERATED BY DEFAULT AS IDENTITY UNIQUE, "
+                "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+        else:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
         applied = [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
         known = [name for name, _ in MIGRATIONS]
         unknown = sorted(set(applied) - set(known))
@@ -176,7 +243,7 @@ class Store:
                 hint="upgrade nightschool (`pip install -U nightschool`) or point "
                 "NIGHTSCHOOL_HOME at another directory",
             )
-        for name, statements in MIGRATIONS:
+        for name, statements in migrations:
             if name in applied:
                 continue
             with self.transaction():
@@ -354,6 +421,16 @@ class Store:
         result["corrections"] = self.query("SELECT COUNT(*) FROM corrections")[0][0]
         result["frontier_runs"] = self.query("SELECT COUNT(*) FROM frontier_runs")[0][0]
         return result
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***` (safe to print)."""
+    head, sep, tail = url.partition("@")
+    if not sep or ":" not in head.split("//", 1)[-1]:
+        return url
+    scheme, _, user_password = head.partition("//")
+    user = user_password.split(":", 1)[0]
+    return f"{scheme}//{user}:***@{tail}"
 
 
 def _overlay(record: str, correction: str | None) -> Trajectory:

@@ -136,7 +136,8 @@ _CURVE_SQL = (
     "json_extract(record, '$.extra.learning_curve.arm'), "
     "json_extract(record, '$.extra.learning_curve.set'), json_extract(record, '$.extra.template'), "
     "COALESCE(tier, ''), json_extract(record, '$.extra.seed'), outcome, id, COALESCE(cluster, ''), "
-    "json_extract(record, '$.tokens_in') + json_extract(record, '$.tokens_out') "
+    "CAST(json_extract(record, '$.tokens_in') AS INTEGER) "
+    "+ CAST(json_extract(record, '$.tokens_out') AS INTEGER) "
     "FROM trajectories WHERE task_kind = 'eval' "
     "AND json_extract(record, '$.extra.learning_curve') IS NOT NULL ORDER BY rowid"
 )
