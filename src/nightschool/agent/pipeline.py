@@ -238,7 +238,7 @@ class ChatPipeline:
         lessons, skills = self._retrieve(request)
         timings["retrieval"] = time.perf_counter() - tick
         tick = time.perf_counter()
-        who_i_am = wake_up_prefix(self.store) if self.wake_up else ""
+        who_i_am = self._who_i_am()
         timings["wake_up"] = time.perf_counter() - tick
         protocol: ToolProtocol = "native" if uses_native_tools(self.model) else "fenced"
         client_system = "\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -286,7 +286,7 @@ class ChatPipeline:
             "finish_reasons": run.finish_reasons,
             "aborted": run.aborted,
             "verifier": None,
-            "strategy": chat_strategy(self.store),
+            "strategy": self._strategy(),
         }
         if correction is not None:
             extra["corrected_trajectory_id"] = correction.trajectory_id
@@ -448,19 +448,17 @@ class ChatPipeline:
             written.append(name)
         return written
 
+    def _who_i_am(self) -> str:
+        """The `### WHO I AM` section of this turn ("" when `wake_up` is off or empty)."""
+        return wake_up_prefix(self.store) if self.wake_up else ""
+
+    def _strategy(self) -> dict[str, Any]:
+        """`extra["strategy"]` of this turn (`evolution.champions.chat_strategy`)."""
+        return chat_strategy(self.store)
+
     def _retrieve(self, request: str) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
         """(lessons, skills) shown for `request`: retrieved, then cut to their sections' budgets."""
-        cfg = self.config
-        if self.memory is None:
-            return [], []
-        lessons = self.memory.retrieve(request, k=cfg.playbook_k) if cfg.playbook_k > 0 else []
-        skills = (
-            self.memory.retrieve(request, k=cfg.skills_k, kind="skill") if cfg.skills_k > 0 else []
-        )
-        return (
-            fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET),
-            fit_to_budget(skills, cfg.skills_token_budget, kind="skill"),
-        )
+        return retrieve_shown(self.memory, self.config, request)
 
     def _workspace(self, session_id: str) -> SessionWorkspace:
         path = self.workspace_root / session_dir_name(session_id or "anonymous")
@@ -568,6 +566,27 @@ class ChatPipeline:
             self._cache.move_to_end(key)
             while len(self._cache) > CORRECTION_CACHE_SIZE:
                 self._cache.popitem(last=False)
+
+
+def retrieve_shown(
+    memory: SkillMemory | None, config: AgentConfig, request: str
+) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
+    """(lessons, skills) a turn on `request` is shown: retrieved, cut to their sections' budgets.
+
+    `config.playbook_k` lessons within `PLAYBOOK_TOKEN_BUDGET`, then
+    `config.skills_k` skills within `config.skills_token_budget`; both empty
+    without a `memory`. Reads the playbook only (no exposure is recorded).
+    """
+    if memory is None:
+        return [], []
+    lessons = memory.retrieve(request, k=config.playbook_k) if config.playbook_k > 0 else []
+    skills = (
+        memory.retrieve(request, k=config.skills_k, kind="skill") if config.skills_k > 0 else []
+    )
+    return (
+        fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET),
+        fit_to_budget(skills, config.skills_token_budget, kind="skill"),
+    )
 
 
 def _rounded(timings: dict[str, float]) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +21,13 @@ from nightschool.cli._common import (
     open_store,
     preflight,
     settings_from,
+)
+from nightschool.cli._parallel import (
+    BackendOpt,
+    RayAddressOpt,
+    WorkersOpt,
+    parallel_backend,
+    remote_resources,
 )
 from nightschool.errors import UserError
 
@@ -80,13 +88,17 @@ def learning_curve(
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = 1,
 ) -> None:
     """Measure held-out pass@1, dream, measure again at checkpoints; gate each against the start.
 
     Run it in a fresh home (NIGHTSCHOOL_HOME=/tmp/curve nightschool eval learning-curve ...):
-    the start must be an agent that has learned nothing.
+    the start must be an agent that has learned nothing. With --backend ray the
+    held-out solves of every measurement run as Ray tasks; the dream runs here.
     """
-    with errors_to_exit_codes():
+    with errors_to_exit_codes(), contextlib.ExitStack() as stack:
         if ablation not in ("final", "all", "none"):
             raise UserError("--ablation must be final, all or none")
         if (cycles is None) == (minutes is None):
@@ -108,11 +120,14 @@ def learning_curve(
         )
         if frontier not in PICKERS:
             raise UserError(f"unknown --frontier {frontier!r}; use brittle or prm")
+        parallel = stack.enter_context(
+            parallel_backend(backend, address=ray_address, workers=workers)
+        )
         store = open_store(settings)
         if fresh and store.query("SELECT COUNT(*) FROM trajectories")[0][0]:
             store.close()
             raise UserError(
-                f"{settings.database_path()} already holds trajectories; a learning curve "
+                f"{settings.database_label()} already holds trajectories; a learning curve "
                 "starts from an agent that has learned nothing",
                 hint="set NIGHTSCHOOL_HOME to an empty directory, or pass --reuse-home",
             )
@@ -183,6 +198,8 @@ def learning_curve(
                 on_measure=on_measure,
                 on_item=on_item,
                 on_cycle=on_cycle,
+                backend=parallel,
+                resources=remote_resources(settings, sandbox.config) if parallel else None,
             )
             written = curve.write(out)
         finally:

@@ -32,6 +32,14 @@ from nightschool.cli._common import (
     progress_bar,
     settings_from,
 )
+from nightschool.cli._parallel import (
+    BackendOpt,
+    RayAddressOpt,
+    WorkersOpt,
+    driver_playbook,
+    eval_agent,
+    parallel_backend,
+)
 from nightschool.errors import EXIT_CODES, UserError
 
 if TYPE_CHECKING:
@@ -185,14 +193,22 @@ def _execute(
     temperature: float,
     task_ids: list[str] | None = None,
     expect_model: str | None = None,
+    backend_kind: str = "local",
+    ray_address: str | None = None,
+    workers: int = 1,
 ) -> EvalRun:
     """Run a suite with a Rich progress bar; on Ctrl-C say what was kept and exit 130.
 
     `expect_model`: refuse before running (exit 2) when the in-process model differs.
+    `backend_kind` `ray`: each task is an episode on Ray (in-process runner only).
     """
-    from nightschool.evals import get_suite, local_only, run_eval
+    from nightschool.evals import get_suite, local_only, run_eval, run_eval_parallel
     from nightschool.sandbox import Sandbox
 
+    if backend_kind != "local" and runner_kind != "inprocess":
+        raise UserError(
+            "--backend ray runs the in-process agent in its workers; drop --runner http"
+        )
     suite = get_suite(suite_name, seed)
     sandbox = Sandbox()
     with err.status("checking the sandbox ..."):
@@ -200,19 +216,28 @@ def _execute(
     progress = progress_bar()
     state: dict[str, Any] = {"run_id": None, "done": 0}
     config = {"playbook": playbook, "temperature": temperature, "server": server}
-    with (
-        local_only(),  # model preflight included: nothing leaves this machine
-        _runner(
-            runner_kind,
-            settings,
-            store,
-            server=server,
-            timeout_s=timeout_s,
-            playbook=playbook,
-            temperature=temperature,
-        ) as runner,
-    ):
-        if expect_model is not None and runner.name == "inprocess":
+    with contextlib.ExitStack() as stack:
+        backend = stack.enter_context(
+            parallel_backend(backend_kind, address=ray_address, workers=workers)
+        )
+        if backend is not None:
+            memory = stack.enter_context(driver_playbook(store, playbook))
+            agent = eval_agent(settings, sandbox, suite_name, seed, timeout_s, temperature)
+            runner = None
+        else:
+            stack.enter_context(local_only())  # model preflight included: nothing leaves here
+            runner = stack.enter_context(
+                _runner(
+                    runner_kind,
+                    settings,
+                    store,
+                    server=server,
+                    timeout_s=timeout_s,
+                    playbook=playbook,
+                    temperature=temperature,
+                )
+            )
+        if expect_model is not None and runner is not None and runner.name == "inprocess":
             from nightschool.evals import BaselineMismatchError
 
             if runner.model_name != expect_model:
@@ -240,6 +265,20 @@ def _execute(
                     )
                     progress.advance(bar)
 
+                if runner is None:
+                    assert backend is not None
+                    return run_eval_parallel(
+                        suite,
+                        agent,
+                        store,
+                        backend,
+                        memory=memory,
+                        limit=limit,
+                        task_ids=task_ids,
+                        config=config,
+                        on_start=on_start,
+                        on_result=on_result,
+                    )
                 return run_eval(
                     suite,
                     runner,
@@ -295,8 +334,15 @@ def run(
     model_path: ModelPathOpt = None,
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = 1,
 ) -> None:
-    """Run a suite and store the run and every per-task result."""
+    """Run a suite and store the run and every per-task result.
+
+    With --backend ray each task runs as one Ray task (the in-process agent
+    rebuilt in the worker); results are written here, in task order.
+    """
     with errors_to_exit_codes():
         settings = settings_from(
             model=model,
@@ -318,6 +364,9 @@ def run(
                 seed=seed,
                 playbook=playbook,
                 temperature=temperature,
+                backend_kind=backend,
+                ray_address=ray_address,
+                workers=workers,
             )
             Console().print(_summary(result))
             Console().print(result.pass_rate.summary(), highlight=False)
@@ -508,7 +557,7 @@ def runs(
         from nightschool.evals import list_runs
 
         settings = settings_from()
-        if not settings.database_path().exists():
+        if not settings.database_exists():
             Console().print("no eval runs yet (no database).")
             return
         store = open_store(settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -20,6 +20,13 @@ from nightschool.cli._common import (
     open_store,
     preflight,
     settings_from,
+)
+from nightschool.cli._parallel import (
+    BackendOpt,
+    RayAddressOpt,
+    WorkersOpt,
+    parallel_backend,
+    remote_resources,
 )
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
 from nightschool.privacy import no_external_network
@@ -90,6 +97,9 @@ def evolve(
             "--unsandboxed", help="Run strategies and code WITHOUT bubblewrap isolation (unsafe)."
         ),
     ] = False,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = 1,
 ) -> None:
     """Evolve solving strategies on train challenges; one gated promotion on a holdout.
 
@@ -102,9 +112,18 @@ def evolve(
     failed to be authored, or the champion changed while the run ran (the
     promotion is not registered), 2 misuse, 3 model or sandbox fault, 4
     unusable database, 130 interrupted (resume with --resume DIR).
+
+    With --backend ray the tournament games (every candidate on every train
+    task, and the holdout games) run as Ray tasks; authoring, the checkpoint
+    and the database stay in this process.
     """
-    # local-only, workers included: a non-loopback model server is refused (exit 2)
-    with errors_to_exit_codes(), no_external_network(), contextlib.ExitStack() as stack:
+    with errors_to_exit_codes(), contextlib.ExitStack() as stack:
+        # Ray (if asked for) starts before the egress guard; its workers guard each game.
+        parallel = stack.enter_context(
+            parallel_backend(backend, address=ray_address, workers=workers, unsandboxed=unsandboxed)
+        )
+        # local-only, workers included: a non-loopback model server is refused (exit 2)
+        stack.enter_context(no_external_network())
         from nightschool.evolution import champions
         from nightschool.evolution.engine import Evolution, EvolutionConfig
         from nightschool.evolution.report import print_report, write_reports
@@ -140,7 +159,12 @@ def evolve(
         def on_event(message: str) -> None:
             err.print(f"[dim]·[/] {message}", highlight=False)
 
-        kwargs = {"model": chat_model, "sandbox": sandbox, "fallback": fallback}
+        kwargs: dict[str, Any] = {"model": chat_model, "sandbox": sandbox, "fallback": fallback}
+        if parallel is not None:
+            kwargs |= {
+                "backend": parallel,
+                "resources": remote_resources(settings, sandbox.config),
+            }
         store = stack.enter_context(open_store(settings))
         if resume is not None:
             directory = resume

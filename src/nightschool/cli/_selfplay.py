@@ -25,6 +25,8 @@ from nightschool.cli._common import (
     progress_bar,
     settings_from,
 )
+from nightschool.cli._parallel import RayAddressOpt, WorkersOpt, parallel_backend, remote_resources
+from nightschool.errors import UserError
 
 
 def _lesson_line(cycle: Any) -> str | None:
@@ -160,6 +162,17 @@ def dream(
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
     unsandboxed: UnsandboxedCodeOpt = False,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Where the extra samples of --samples N run: local (here, one after the "
+            "other) or ray (the N-1 samples of a cycle at once, one Ray task each; pip install "
+            "'nightschool[ray]'). Only meaningful with --samples > 1; cycles always run here.",
+        ),
+    ] = "local",
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = 1,
 ) -> None:
     """Run self-play cycles: pick a challenge, solve it with the model, judge it in a sandbox.
 
@@ -169,6 +182,12 @@ def dream(
     with errors_to_exit_codes():
         from nightschool.selfplay.practice import open_practice
 
+        if backend != "local" and samples < 2:
+            raise UserError(
+                f"--backend {backend} parallelises the extra samples of --samples N; with "
+                f"--samples {samples} there is nothing to run in parallel",
+                hint="add --samples 4 (or more), or drop --backend",
+            )
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
@@ -176,6 +195,12 @@ def dream(
         store = open_store(settings)
         try:
             with contextlib.ExitStack() as stack:
+                parallel = stack.enter_context(
+                    parallel_backend(
+                        backend, address=ray_address, workers=workers, unsandboxed=unsandboxed
+                    )
+                )
+                resources = remote_resources(settings, sandbox.config) if parallel else None
                 with err.status("loading the skill playbook ..."):
                     practice = stack.enter_context(
                         open_practice(
@@ -196,7 +221,16 @@ def dream(
                         )
                     )
                 _dream_run(
-                    practice, settings, chat_model.name, cycles, cluster, tier, loop, samples
+                    practice,
+                    settings,
+                    chat_model.name,
+                    cycles,
+                    cluster,
+                    tier,
+                    loop,
+                    samples,
+                    backend=parallel,
+                    resources=resources,
                 )
         finally:
             store.close()
@@ -211,6 +245,9 @@ def _dream_run(
     tier: str | None,
     loop: bool,
     samples: int = 1,
+    *,
+    backend: Any = None,
+    resources: Any = None,
 ) -> None:
     from nightschool.selfplay import summarize
     from nightschool.selfplay.practice import run_loop
@@ -218,13 +255,18 @@ def _dream_run(
 
     dream_loop = practice.loop
     sampler = Sampler(
-        dream_loop.store, dream_loop.solver, samples, session_id=dream_loop.session_id
+        dream_loop.store,
+        dream_loop.solver,
+        samples,
+        session_id=dream_loop.session_id,
+        backend=backend,
+        resources=resources,
     )
     drawn: list[Any] = []
     playbook = practice.playbook
     what = "until Ctrl-C" if loop else f"{cycles} cycle(s)"
     err.print(
-        f"dreaming {what} with [bold]{model_name}[/] · database {settings.database_path()}",
+        f"dreaming {what} with [bold]{model_name}[/] · database {settings.database_label()}",
         highlight=False,
     )
     progress = progress_bar()
@@ -320,9 +362,9 @@ def status() -> None:
         from nightschool.selfplay import FrontierTracker
 
         settings = settings_from()
-        path = settings.database_path()
+        path = settings.database_label()
         console = Console()
-        if not path.exists():
+        if not settings.database_exists():
             console.print(f"no database yet at {path}; run `nightschool dream` first.")
             return
         store = open_store(settings)

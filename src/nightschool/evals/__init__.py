@@ -8,6 +8,8 @@
   `HttpRunner(base_url, api_key, model, timeout_s)` (a running `nightschool serve`).
 - `run_eval` runs a suite under the network egress guard and stores the run and
   each result (`eval_runs`, `eval_results`); `load_run`/`list_runs` read them.
+- `run_eval_parallel` runs each task as an episode on a `nightschool.parallel`
+  backend (`eval_episode` in the worker, `write_outcome` in the driver, in order).
 - `write_baseline`/`load_baseline` freeze and read a baseline file; `compare`
   pairs a run with it and applies the regression rule (see `_baseline`).
 
@@ -37,6 +39,14 @@ from nightschool.evals._model import (
     ToolCallView,
     pass_at_1,
 )
+from nightschool.evals._remote import (
+    EvalItem,
+    EvalOutcome,
+    RemoteAgent,
+    eval_episode,
+    run_eval_parallel,
+    write_outcome,
+)
 from nightschool.evals._runners import (
     HttpRunner,
     InProcessRunner,
@@ -55,10 +65,13 @@ __all__ = [
     "Baseline",
     "BaselineMismatchError",
     "Comparison",
+    "EvalItem",
+    "EvalOutcome",
     "EvalRun",
     "HttpRunner",
     "InProcessRunner",
     "PassRate",
+    "RemoteAgent",
     "Runner",
     "Score",
     "Scorer",
@@ -70,6 +83,7 @@ __all__ = [
     "baseline_document",
     "check_compatible",
     "compare",
+    "eval_episode",
     "get_suite",
     "list_runs",
     "load_baseline",
@@ -77,7 +91,9 @@ __all__ = [
     "local_only",
     "pass_at_1",
     "run_eval",
+    "run_eval_parallel",
     "run_task",
     "write_baseline",
+    "write_outcome",
     "write_workspace_files",
 ]

@@ -144,21 +144,39 @@ def run_eval(
     )
     if on_start is not None:
         on_start(run_id, len(tasks))
+    with recorded_run(store, run_id, lambda: runner.model_name), local_only():
+        for index, task in enumerate(tasks):
+            result = run_task(
+                task,
+                runner,
+                sandbox,
+                session_id=eval_session_id(run_id, index),
+                timeout_s=timeout_s,
+            )
+            add_result(store, run_id, result)
+            if on_result is not None:
+                on_result(index, task, result)
+    return load_run(store, run_id)
+
+
+def eval_session_id(run_id: str, index: int) -> str:
+    """The agent session of task `index` (from 0) of run `run_id`: `eval-<id[:12]>-<index:04d>`."""
+    return f"eval-{run_id[:12]}-{index:04d}"
+
+
+@contextlib.contextmanager
+def recorded_run(store: Store, run_id: str, model_name: Callable[[], str]) -> Iterator[None]:
+    """Finish run `run_id` when the block ends: `completed`, `interrupted` or `aborted`.
+
+    `completed` when the block returns; `interrupted` on Ctrl-C; `aborted`
+    with the fault in `eval_runs.error` on any other exception, which
+    propagates. `model_name()` is read at the end (an HTTP runner learns the
+    served model late).
+    """
     status: RunStatus = "aborted"
     error: str | None = None
     try:
-        with local_only():
-            for index, task in enumerate(tasks):
-                result = run_task(
-                    task,
-                    runner,
-                    sandbox,
-                    session_id=f"eval-{run_id[:12]}-{index:04d}",
-                    timeout_s=timeout_s,
-                )
-                add_result(store, run_id, result)
-                if on_result is not None:
-                    on_result(index, task, result)
+        yield
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -170,8 +188,7 @@ def run_eval(
         error = f"{type(exc).__name__}: {exc}"[:500]
         raise
     finally:
-        finish_run(store, run_id, status, error=error, model=runner.model_name)
-    return load_run(store, run_id)
+        finish_run(store, run_id, status, error=error, model=model_name())
 
 
 @contextlib.contextmanager

@@ -48,14 +48,38 @@ def create_run(
     return run_id
 
 
-def add_result(store: Store, run_id: str, result: TaskResult) -> None:
+def add_result(
+    store: Store, run_id: str, result: TaskResult, *, skip_existing: bool = False
+) -> bool:
     """Append one task result and bump the run's counts, in one transaction.
 
+    Args:
+        store: the database.
+        run_id: the run.
+        result: the task's result.
+        skip_existing: when the run already has a result for `result.task_id`
+            (the `UNIQUE (run_id, task_id)` key), write nothing and return
+            False instead of raising: an idempotent write for a result that may
+            arrive twice (a retried parallel episode). Joins an enclosing
+            `store.transaction()`.
+
+    Returns:
+        True when the row was written.
+
     Raises:
-        StoreError: the run already has a result for this task, or no such run.
+        StoreError: the run already has a result for this task (unless
+            `skip_existing`), or no such run.
     """
     try:
         with store.transaction() as conn:
+            if (
+                skip_existing
+                and conn.execute(
+                    "SELECT 1 FROM eval_results WHERE run_id = ? AND task_id = ?",
+                    (run_id, result.task_id),
+                ).fetchone()
+            ):
+                return False
             conn.execute(
                 "INSERT INTO eval_results(run_id, task_id, passed, score, tokens_in, tokens_out, "
                 "duration_s, error, trajectory_id, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -78,6 +102,7 @@ def add_result(store: Store, run_id: str, result: TaskResult) -> None:
             )
     except sqlite3.IntegrityError as exc:
         raise StoreError(f"result {result.task_id} of run {run_id} refused: {exc}") from exc
+    return True
 
 
 def finish_run(

@@ -43,6 +43,7 @@ from nightschool.evals._model import pass_at_1
 from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.learning.skills import recall
 from nightschool.memory import SkillMemory
+from nightschool.parallel import Backend, LocalResources, Resources
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT, CycleResult, DreamLoop
 from nightschool.selfplay.solver import Solver
 from nightschool.store import Store
@@ -190,6 +191,8 @@ def measure(
     session_id: str,
     on_item: Callable[[int, int, ItemResult], None] | None = None,
     start: Measurement | None = None,
+    backend: Backend | None = None,
+    resources: Resources | None = None,
 ) -> Measurement:
     """Solve every held-out item once with what `arm` allows `recall` to show.
 
@@ -207,11 +210,36 @@ def measure(
         start: the `none` measurement; an item for which `recall` shows nothing
             takes its result from here (same prompt, same seeds) instead of
             being solved again.
+        backend: None solves the items here, one after the other (as always);
+            a `nightschool.parallel` backend runs each solve as an episode
+            (`_curve_parallel.measure_parallel`; trajectories are still
+            written here, in item order).
+        resources: the solver's model and sandbox as an episode gets them
+            (default: the solver's own; a remote backend needs
+            `SettingsResources`).
 
     Raises:
         InfrastructureError: the model or sandbox failed (the curve stops; an
             outage is never scored as a failed item).
     """
+    if backend is not None:
+        from nightschool.evals._curve_parallel import measure_parallel
+
+        return measure_parallel(
+            backend,
+            resources or LocalResources(solver.model, solver.sandbox),
+            solver.config,
+            store,
+            memory,
+            heldout,
+            arm,
+            checkpoint=checkpoint,
+            dream_s=dream_s,
+            cycles=cycles,
+            session_id=session_id,
+            on_item=on_item,
+            start=start,
+        )
     lessons_k = 3 if arm in ("lessons", "both") else 0
     skills_k = 2 if arm in ("skills", "both") else 0
     out = Measurement(checkpoint, dream_s, cycles, arm)
@@ -466,6 +494,8 @@ def run_curve(
     on_measure: Callable[[str], None] | None = None,
     on_item: Callable[[int, int, ItemResult], None] | None = None,
     on_cycle: Callable[[int, CycleResult], None] | None = None,
+    backend: Backend | None = None,
+    resources: Resources | None = None,
 ) -> Curve:
     """Measure, dream, measure again at each checkpoint.
 
@@ -484,6 +514,9 @@ def run_curve(
         on_measure: called with a line when a phase starts.
         on_item: called after each held-out item (index from 1, total, result).
         on_cycle: called after each dream cycle (index from 0, result).
+        backend: where held-out solves run (None: here, one after the other;
+            see `measure`); the dream itself always runs here.
+        resources: the eval solver's model and sandbox for `backend`.
 
     Returns:
         The `Curve` (call `write` to save it).
@@ -503,6 +536,7 @@ def run_curve(
         measure(
             eval_solver, store, None, heldout, "none",
             checkpoint=0, dream_s=0.0, cycles=0, session_id=session_id, on_item=on_item,
+            backend=backend, resources=resources,
         )
     )  # fmt: skip
     dream_s = 0.0
@@ -533,6 +567,7 @@ def run_curve(
                     eval_solver, store, memory, heldout, arm,
                     checkpoint=checkpoint, dream_s=dream_s, cycles=len(curve.cycles),
                     session_id=session_id, on_item=on_item, start=curve.start,
+                    backend=backend, resources=resources,
                 )
             )  # fmt: skip
     return curve

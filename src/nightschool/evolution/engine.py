@@ -20,6 +20,12 @@ only then — the holdout slice is drawn (disjoint from train, asserted) and the
 champion plays the baseline incumbent on it; `promotion_gate` decides. Train
 scores are search telemetry; the verdict is the only evidence-grade comparison.
 
+Games (one strategy on one task, `evolution.games.play_game`) are played in
+batches through a `nightschool.parallel` backend: all of a generation's
+strategies on all train tasks at once, the two holdout arms together. The
+local backend plays them one after the other here, as before; with Ray they
+run as tasks and come back in submission order, so the state is the same.
+
 State is checkpointed after every generation (`checkpoint.json` in the run
 directory); `Evolution.resume` continues after the last completed generation,
 so an interrupt loses at most the generation in progress.
@@ -27,9 +33,9 @@ so an interrupt loses at most the generation in progress.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
@@ -57,12 +63,12 @@ from nightschool.evolution.author import (
 )
 from nightschool.evolution.baselines import BASELINES
 from nightschool.evolution.champions import ChampionEntry, start_point
+from nightschool.evolution.games import Game, GameRules, play_game, stable_seed
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
-from nightschool.evolution.harness import Harness, task_view
-from nightschool.evolution.runner import play_strategy
 from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import TaskSpec, draw_holdout, draw_train
 from nightschool.llm import ChatModel
+from nightschool.parallel import Backend, LocalBackend, LocalResources, Resources
 from nightschool.sandbox import Sandbox
 
 __all__ = ["Evolution", "EvolutionConfig"]
@@ -130,9 +136,7 @@ def _pair(incumbent: TaskResult, candidate: TaskResult) -> PairedResult:
     )
 
 
-def _stable_seed(*parts: object) -> int:
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:4], "big")
+_stable_seed = stable_seed
 
 
 Progress = Callable[[str], None]
@@ -148,6 +152,12 @@ class Evolution:
         author: the authoring model (default: `model`).
         fallback: the author's retry model (default: `author`).
         on_event: progress callback (short strings).
+        backend: where tournament games run (default: `LocalBackend`, one
+            after the other in this process); authoring and the checkpoint
+            stay in this process either way.
+        resources: the model and sandbox of each game; default: `model` and
+            `sandbox` themselves (`LocalResources`). A remote backend needs
+            `SettingsResources` that rebuild `model` in each worker.
 
     Use `Evolution.start(config, ...)` for a new run or `Evolution.resume(run_dir, ...)`.
     """
@@ -162,6 +172,8 @@ class Evolution:
         author: ChatModel | None = None,
         fallback: ChatModel | None = None,
         on_event: Progress | None = None,
+        backend: Backend | None = None,
+        resources: Resources | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.state = state
@@ -171,6 +183,8 @@ class Evolution:
         self.author = author or model
         self.fallback = fallback
         self.notify: Progress = on_event or (lambda _m: None)
+        self.backend: Backend = backend or LocalBackend()
+        self.resources: Resources = resources or LocalResources(model, sandbox)
         self.archive = {n["name"]: Node.from_json(n) for n in state["archive"]}
         self.train = [TaskSpec.from_json(t) for t in state["train"]]
 
@@ -275,42 +289,56 @@ class Evolution:
         Raises:
             InfrastructureError: a model or sandbox fault (the play is not scored).
         """
-        results = []
-        for spec in tasks:
-            challenge = spec.render()
-            harness = Harness(
-                self.model,
-                self.sandbox,
-                challenge,
-                budget=self.config.budget,
-                max_tokens=self.config.solve_max_tokens,
-                temperature=self.config.temperature,
-                # Common random numbers: every strategy gets the same seeds per task.
-                seed=_stable_seed(self.config.seed, spec.task_id),
-            )
-            played = play_strategy(
-                self.sandbox, source, harness, task_view(challenge, spec.task_id)
-            )
-            passed, feedback = harness.verify(played.code)
-            if played.status != "ok":
-                feedback = f"strategy {played.status}: {played.detail.strip()[-300:]}"
-            results.append(
-                TaskResult(
-                    task_id=spec.task_id,
-                    cluster=spec.cluster,
-                    passed=passed,
-                    tokens=harness.tokens,
-                    model_calls=harness.model_calls,
-                    test_runs=harness.test_runs,
-                    status=played.status,
-                    feedback="" if passed else feedback.strip()[-400:],
-                )
-            )
-        return results
+        return self.play_all([(source, tasks)])[0]
 
-    def _measure(self, node: Node) -> None:
-        self.notify(f"playing {node.name} on {len(self.train)} train tasks")
-        node.measure(self.play(node.source, self.train))
+    def play_all(
+        self,
+        plays: Sequence[tuple[str, Sequence[TaskSpec]]],
+        announce: Sequence[str] = (),
+    ) -> list[list[TaskResult]]:
+        """Play every (source, tasks) pair as one batch of games on the run's backend.
+
+        Games are submitted in order (all tasks of the first pair, then the
+        second, ...) and come back in that order, so the local backend plays
+        exactly the loop `[self.play(s, t) for s, t in plays]` would.
+
+        Args:
+            plays: (strategy source, tasks) pairs.
+            announce: optional progress lines, one per pair, sent to `on_event`
+                when the pair's first game is submitted.
+
+        Returns:
+            One result list per pair, in task order.
+
+        Raises:
+            InfrastructureError: a model or sandbox fault (nothing is scored).
+        """
+        rules = GameRules(
+            self.resources,
+            budget=self.config.budget,
+            max_tokens=self.config.solve_max_tokens,
+            temperature=self.config.temperature,
+            seed=self.config.seed,
+        )
+
+        def games() -> Iterator[Game]:
+            for index, (source, tasks) in enumerate(plays):
+                if index < len(announce):
+                    self.notify(announce[index])
+                for spec in tasks:
+                    yield Game(source, spec)
+
+        with contextlib.closing(self.backend.map(play_game, rules, games())) as flat:
+            return [[next(flat) for _ in tasks] for _, tasks in plays]
+
+    def _measure(self, *nodes: Node) -> None:
+        """Measure `nodes` on the train slice in one batch of games (`play_all`)."""
+        results = self.play_all(
+            [(node.source, self.train) for node in nodes],
+            [f"playing {node.name} on {len(self.train)} train tasks" for node in nodes],
+        )
+        for node, measured in zip(nodes, results, strict=True):
+            node.measure(measured)
 
     # -- generations ---------------------------------------------------------
 
@@ -332,12 +360,11 @@ class Evolution:
         if start is not None:  # first: it keeps its place on a train-score tie
             source = str(start["source"])
             node = Node(start["node"], source, 0, None, "champion", gzip_bytes=gzip_size(source))
-            self._measure(node)
             nodes.append(node)
         for name, source in BASELINES.items():
             node = Node(name, source, 0, None, "baseline", gzip_bytes=gzip_size(source))
-            self._measure(node)
             nodes.append(node)
+        self._measure(*nodes)
         champion = select_champion(nodes, self.config.champion, self.config.epsilon)
         for node in nodes:
             self.archive[node.name] = node
@@ -411,9 +438,8 @@ class Evolution:
             raise AuthoringFailedError(
                 message, hint="try a stronger --model, a --fallback-model, or a larger --population"
             )
-        self._measure(incumbent)  # re-measured at the same budget, same tasks, same seeds
-        for node in survivors:
-            self._measure(node)
+        # The incumbent is re-measured at the same budget, on the same tasks, same seeds.
+        self._measure(incumbent, *survivors)
         champion = select_champion(
             [incumbent, *survivors], self.config.champion, self.config.epsilon
         )
@@ -471,16 +497,16 @@ class Evolution:
             theirs: list[TaskResult] = []
             ours: list[TaskResult] = []
             for task in holdout:
-                theirs += self.play(baseline.source, [task])
-                ours += self.play(champion.source, [task])
+                pair = self.play_all([(baseline.source, [task]), (champion.source, [task])])
+                theirs += pair[0]
+                ours += pair[1]
                 decided = sequential.update(_pair(theirs[-1], ours[-1]))
                 if decided is not None:  # promoted, or (with max_pairs) stopped for futility
                     outcome = "promoted" if decided.promote else "stopped"
                     self.notify(f"sequential gate {outcome} after {len(ours)} of {len(holdout)}")
                     break
         else:
-            theirs = self.play(baseline.source, holdout)
-            ours = self.play(champion.source, holdout)
+            theirs, ours = self.play_all([(baseline.source, holdout), (champion.source, holdout)])
         pairs = [_pair(b, c) for b, c in zip(theirs, ours, strict=True)]
         record["pairs"] = [asdict(p) for p in pairs]
         record["baseline_results"] = [asdict(r) for r in theirs]

@@ -30,15 +30,18 @@ kept anywhere it could be re-read from.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from nightschool.challenges import render
+from nightschool.challenges import Challenge, render
 from nightschool.errors import ChallengeFaultError, UserError
+from nightschool.parallel import Backend, LocalResources, Resources, derive_id
 from nightschool.selfplay._attempts import attempt_temperature
 from nightschool.selfplay.dream import CycleResult
 from nightschool.selfplay.solver import Solver
 from nightschool.store import Store
+from nightschool.trajectory import Trajectory
 
 CARRIED = (
     "lessons_shown",
@@ -87,18 +90,35 @@ class Sampler:
             its playbook is not: a sample sees what the cycle saw).
         samples: solves per cycle, the cycle included (1: no extra samples).
         session_id: recorded on the samples (the dream run's id).
+        backend: None solves the samples here, one after the other; a
+            `nightschool.parallel` backend solves them as episodes at once
+            (`selfplay.episodes.solve_once`) and they are stored here in sample
+            order, under ids derived from (cycle trajectory, sample index).
+        resources: the solver's model and sandbox for `backend` (default: the
+            solver's own; a remote backend needs `SettingsResources`).
 
     Raises:
         UserError: `samples` < 1.
     """
 
-    def __init__(self, store: Store, solver: Solver, samples: int, *, session_id: str = "") -> None:
+    def __init__(
+        self,
+        store: Store,
+        solver: Solver,
+        samples: int,
+        *,
+        session_id: str = "",
+        backend: Backend | None = None,
+        resources: Resources | None = None,
+    ) -> None:
         if samples < 1:
             raise UserError("--samples must be at least 1")
         self.store = store
         self.solver = solver
         self.samples = samples
         self.session_id = session_id
+        self.backend = backend
+        self.resources = resources
 
     def solver_for(self, index: int) -> Solver:
         """The single-attempt solver of sample `index` (1-based; see the module docstring)."""
@@ -149,6 +169,8 @@ class Sampler:
             )
         carried = {key: first.extra[key] for key in CARRIED if key in first.extra}
         notify = on_event or (lambda _msg: None)
+        if self.backend is not None:
+            return self._sample_on(self.backend, cycle, first, challenge, carried, notify)
         ids: list[str] = []
         passed: list[bool] = []
         fault: str | None = None
@@ -179,4 +201,56 @@ class Sampler:
                 break
             if error is not None:
                 raise error
+        return SampleSet(cycle.trajectory_id, cycle.passed, tuple(ids), tuple(passed), fault=fault)
+
+    def _sample_on(
+        self,
+        backend: Backend,
+        cycle: CycleResult,
+        first: Trajectory,
+        challenge: Challenge,
+        carried: dict[str, object],
+        notify: Callable[[str], None],
+    ) -> SampleSet:
+        """`sample` with the solves on `backend`, stored here in sample order (idempotently)."""
+        from nightschool.selfplay.episodes import SolveJob, solve_once
+
+        resources = self.resources or LocalResources(self.solver.model, self.solver.sandbox)
+
+        def jobs() -> Iterator[SolveJob]:
+            for index in range(1, self.samples):
+                notify(f"sample {index + 1}/{self.samples} of {challenge.template}")
+                yield SolveJob(
+                    challenge=challenge,
+                    config=self.solver_for(index).config,
+                    session_id=self.session_id,
+                    trajectory_id=derive_id("sample", first.id, index),
+                    system_prompt=first.system_prompt,
+                )
+
+        ids: list[str] = []
+        passed: list[bool] = []
+        fault: str | None = None
+        with contextlib.closing(backend.map(solve_once, resources, jobs())) as solved:
+            for index, result in enumerate(solved, start=1):
+                extra = {
+                    **result.trajectory.extra,
+                    **carried,
+                    "sample_of": first.id,
+                    "sample_index": index,
+                    "samples": self.samples,
+                }
+                with self.store.transaction():
+                    if self.store.get_trajectory(result.trajectory.id) is None:
+                        self.store.append_trajectory(
+                            result.trajectory.model_copy(update={"extra": extra})
+                        )
+                ids.append(result.trajectory.id)
+                passed.append(result.passed)
+                error = result.infrastructure_error
+                if isinstance(error, ChallengeFaultError):
+                    fault = error.message
+                    break  # closing the map cancels the samples still running
+                if error is not None:
+                    raise error
         return SampleSet(cycle.trajectory_id, cycle.passed, tuple(ids), tuple(passed), fault=fault)

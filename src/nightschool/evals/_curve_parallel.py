@@ -1,0 +1,149 @@
+"""`measure` of the learning curve with each held-out solve an episode on a parallel backend.
+
+The driver recalls what each item's arm shows (the playbook is read here,
+never in a worker), maps `selfplay.episodes.solve_once` over the items that
+need a solve and writes each trajectory in item order; an item that shows
+nothing reuses the start's result exactly as `curve.measure` does. Trajectory
+ids are `derive_id("curve", salt, task_id)` with one fresh salt per
+measurement, so a result delivered twice is written once and two measurements
+never share an id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from nightschool.learning.skills import recall
+from nightschool.parallel import Backend, Resources, derive_id
+from nightschool.selfplay.episodes import Solved, SolveJob, solve_once
+from nightschool.selfplay.solver import SolverConfig
+from nightschool.store import Store
+from nightschool.trajectory import new_id
+
+if TYPE_CHECKING:
+    from nightschool.evals.curve import Arm, HeldOut, HeldOutItem, ItemResult, Measurement
+    from nightschool.learning.skills import Recall
+    from nightschool.memory import SkillMemory
+
+
+def store_once(store: Store, solved: Solved) -> str:
+    """Append `solved.trajectory` unless its id is already stored; return the id."""
+    with store.transaction():
+        if store.get_trajectory(solved.trajectory.id) is None:
+            store.append_trajectory(solved.trajectory)
+    return solved.trajectory.id
+
+
+def measure_parallel(
+    backend: Backend,
+    resources: Resources,
+    config: SolverConfig,
+    store: Store,
+    memory: SkillMemory | None,
+    heldout: HeldOut,
+    arm: Arm,
+    *,
+    checkpoint: int,
+    dream_s: float,
+    cycles: int,
+    session_id: str,
+    on_item: Callable[[int, int, ItemResult], None] | None = None,
+    start: Measurement | None = None,
+) -> Measurement:
+    """`curve.measure` with the solves on `backend` (arguments as there).
+
+    Args:
+        backend: where the solves run.
+        resources: the solver's model and sandbox as an episode gets them.
+        config: the single-attempt solver's settings.
+        store: eval trajectories are appended here, in item order, by this process.
+        memory: the playbook to recall from (None: nothing is shown).
+        heldout: the sets.
+        arm: `none`, `lessons`, `skills` or `both`.
+        checkpoint: 0 for the start, then 1, 2, ...
+        dream_s: dream seconds so far.
+        cycles: dream cycles so far.
+        session_id: recorded on the trajectories.
+        on_item: progress callback (index from 1, total, result).
+        start: the `none` measurement whose results items that show nothing reuse.
+
+    Raises:
+        InfrastructureError: the model, sandbox or a worker failed (items
+            before it are stored, the rest cancelled).
+    """
+    from nightschool.evals.curve import ItemResult, Measurement
+
+    lessons_k = 3 if arm in ("lessons", "both") else 0
+    skills_k = 2 if arm in ("skills", "both") else 0
+    out = Measurement(checkpoint, dream_s, cycles, arm)
+    items = heldout.items
+    before = {r.task_id: r for r in start.results} if start is not None else {}
+    salt = new_id()
+    plan: list[tuple[HeldOutItem, Recall]] = []
+    for item in items:
+        shown = recall(
+            memory if arm != "none" else None,
+            item.challenge,
+            lessons_k=lessons_k,
+            skills_k=skills_k,
+            exclude_templates=heldout.unseen_templates,
+        )
+        plan.append((item, shown))
+
+    def reused(item: HeldOutItem, shown: Recall) -> bool:
+        return not shown.lessons and not shown.skills and item.task_id in before
+
+    def jobs() -> Iterator[SolveJob]:
+        for item, shown in plan:
+            if not reused(item, shown):
+                yield SolveJob(
+                    challenge=item.challenge,
+                    config=config,
+                    session_id=session_id,
+                    trajectory_id=derive_id("curve", salt, item.task_id),
+                    lessons=tuple(shown.lessons),
+                    skills=tuple(shown.skill_sections),
+                    skill_ids=tuple(shown.skill_ids),
+                )
+
+    with contextlib.closing(backend.map(solve_once, resources, jobs())) as solved:
+        for index, (item, shown) in enumerate(plan, start=1):
+            if reused(item, shown):
+                row = dataclasses.replace(before[item.task_id], reused=True)
+            else:
+                result = next(solved)
+                if result.infrastructure_error is not None:
+                    raise result.infrastructure_error
+                trajectory = result.trajectory.model_copy(
+                    update={
+                        "task_kind": "eval",
+                        "extra": {
+                            **result.trajectory.extra,
+                            "learning_curve": {
+                                "checkpoint": checkpoint,
+                                "arm": arm,
+                                "set": item.set_name,
+                            },
+                        },
+                    }
+                )
+                trajectory_id = store_once(
+                    store, dataclasses.replace(result, trajectory=trajectory)
+                )
+                row = ItemResult(
+                    task_id=item.task_id,
+                    set_name=item.set_name,
+                    cluster=item.challenge.cluster,
+                    tier=item.challenge.tier,
+                    passed=result.passed,
+                    tokens=trajectory.tokens_in + trajectory.tokens_out,
+                    trajectory_id=trajectory_id,
+                    shown=len(shown.lessons) + len(shown.skills),
+                )
+            out.results.append(row)
+            if on_item is not None:
+                on_item(index, len(items), row)
+    return out

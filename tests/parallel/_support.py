@@ -1,0 +1,124 @@
+"""Helpers of the parallel tests: /proc walking and scripted HumanEval answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nightschool.evals._humaneval import load_problems
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+Reply = Callable[[list[dict[str, Any]]], str]
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """`pid` exists and is not a zombie."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def cmdline(pid: int) -> str:
+    """The command line of `pid` ("" when gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid`, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) and fields[0] != "Z":
+            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def ray_workers() -> list[int]:
+    """Pids of Ray worker processes (`ray::...` process titles)."""
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and cmdline(int(entry.name)).startswith("ray::")
+    ]
+
+
+def tool_call(code: str) -> str:
+    """A fenced-protocol `run_python` call."""
+    return "```tool\n" + json.dumps({"name": "run_python", "arguments": {"code": code}}) + "\n```"
+
+
+class HumanEvalScript:
+    """Scripted answers to HumanEval prompts, from a real loopback chat server.
+
+    Problems in `good` get the canonical body, the others `return None`. A
+    problem in `tools` first makes a `run_python` call (`tools[index]` is its
+    code) and answers once the tool result is back (only in its first turn when
+    `once`). `requests[index]` counts the first model calls of each problem's
+    turns (a retried episode counts twice).
+    """
+
+    def __init__(
+        self, good: set[int], tools: dict[int, str] | None = None, *, once: bool = False
+    ) -> None:
+        self.problems = load_problems()
+        self.good = good
+        self.tools = tools or {}
+        self.once = once
+        self.requests: dict[int, int] = {}
+        self.lock = threading.Lock()
+        self.first_call = threading.Event()
+
+    def index(self, messages: list[dict[str, Any]]) -> int:
+        text = "\n".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
+        for index, problem in enumerate(self.problems[:20]):
+            if problem.prompt in text:
+                return index
+        raise AssertionError("unknown prompt")
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        index = self.index(messages)
+        opening = not any(m["role"] == "assistant" for m in messages)
+        if opening:
+            with self.lock:
+                self.requests[index] = self.requests.get(index, 0) + 1
+                count = self.requests[index]
+            if index in self.tools and (count == 1 or not self.once):
+                self.first_call.set()
+                return tool_call(self.tools[index])
+        body = (
+            self.problems[index].canonical_solution if index in self.good else "    return None\n"
+        )
+        return f"```python\n{body}```"
+
+
+def sandboxed_tool_runs() -> list[int]:
+    """Pids of bubblewrap processes running an agent's `run_python` (argv ends `python3 -`)."""
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and alive(int(entry.name))
+        and "bwrap" in (line := cmdline(int(entry.name))).split(" ", 1)[0]
+        and line.endswith("python3 -")
+    ]
