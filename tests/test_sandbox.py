@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -83,15 +84,18 @@ def test_host_home_not_visible(sandbox: Sandbox) -> None:
 
 
 def test_timeout_kills_whole_group(sandbox: Sandbox, wait_until: Callable[..., Any]) -> None:
-    result = sandbox.run(["sh", "-c", "sleep 300 & sleep 300"], timeout_s=0.5)
+    # a duration no other process on a shared machine is sleeping (a plain `sleep 300`
+    # in someone's shell matched pgrep once)
+    marker = f"sleep 300.{os.getpid()}{time.monotonic_ns() % 100_000}"
+    result = sandbox.run(["sh", "-c", f"{marker} & {marker}"], timeout_s=0.5)
     assert result.timed_out and result.returncode == -9
 
     def none_left() -> bool:
-        left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
         return left.stdout.strip() == ""
 
     # SIGKILL is delivered asynchronously: give the kernel a moment to finish the group
-    wait_until(none_left, 5.0, "no 'sleep 300' left")
+    wait_until(none_left, 5.0, f"no '{marker}' left")
 
 
 def test_output_is_capped() -> None:

@@ -119,6 +119,15 @@ def test_misuse_exits_2() -> None:
         "eval", "run", "--suite", "humaneval", "--runner", "http", "--server", "http://10.1.2.3:80"
     )
     assert code == 2 and "loopback" in out
+    code, out = invoke("eval", "run", "--suite", "humaneval", "--route", "stop")
+    assert code == 2 and "--route must be one of" in out
+    code, out = invoke("eval", "run", "--suite", "humaneval", "--route", "auto", "--backend", "ray")
+    assert code == 2 and "--route auto runs in-process only" in out
+    code, out = invoke(
+        "eval", "run", "--suite", "humaneval", "--runner", "http", "--server",
+        "http://127.0.0.1:9", "--route", "direct",
+    )  # fmt: skip
+    assert code == 2 and "the server routes itself" in out
 
 
 def test_unreachable_server_exits_3(_isolated_home: Path) -> None:

@@ -103,6 +103,7 @@ def test_learn_prm_on_sandboxed_episodes_and_the_retrain_phase(tmp_path: Path) -
     assert phase.status == "ok" and "PRM on 21 trajectories" in phase.detail
     assert phase.record["prm"]["trajectories"] == 21
     assert "router: a router needs at least 30" in phase.detail
+    assert "chat router: a chat router needs at least 20 requests" in phase.detail
     if phase.record["prm"]["saved"]:
         assert live.refresh() and live.params is not None and live.params.version == 2
     else:

@@ -59,6 +59,7 @@ from nightschool.trajectory import ToolCall
 
 __all__ = [
     "CLIENT_SYSTEM_CHARS",
+    "DIRECT_SYSTEM_PROMPT",
     "FINAL_STEP_NOTE",
     "MAX_CALLS_PER_REPLY",
     "NATIVE_PRACTICE_USES",
@@ -110,6 +111,12 @@ instructions about the form of the answer."""
 """Native-protocol system prompt template (`{names}`: the tool names). The tools'
 schemas travel in the request; a chat template such as Qwen2.5's appends them to
 this prompt."""
+
+DIRECT_SYSTEM_PROMPT = """You are a helpful assistant. Answer the user directly in \
+one reply; you cannot run anything, so put code in a fenced block. Follow the \
+user's instructions about the form of the answer."""
+"""System prompt of a turn the chat router sends `direct` (no tools offered,
+one model call: `learners.chat_router`)."""
 
 NATIVE_TOOL_USES = "run code, run a command or look at files"
 """When `NATIVE_SYSTEM_PROMPT` says to call a tool."""
@@ -220,9 +227,12 @@ def build_system_prompt(
             (`format_worked_examples`), or ""; placed after the playbook.
         protocol: `fenced` describes the fenced tool format and lists the
             tools; `native` only names them (their schemas go with the request).
-        tools: tool name → description (`SessionWorkspace.specs`).
+        tools: tool name → description (`SessionWorkspace.specs`); empty: a
+            direct answer (`DIRECT_SYSTEM_PROMPT`, no tool instructions).
     """
-    if protocol == "native":
+    if not tools:
+        parts = [DIRECT_SYSTEM_PROMPT]
+    elif protocol == "native":
         prompt = NATIVE_SYSTEM_PROMPT.format(names=", ".join(tools))
         if "self_play" in tools:
             prompt = prompt.replace(NATIVE_TOOL_USES, NATIVE_PRACTICE_USES)
@@ -434,6 +444,7 @@ def run_steps(
     temperature: float,
     max_tool_output_chars: int,
     protocol: ToolProtocol = "fenced",
+    offer_tools: bool = True,
 ) -> TurnRun:
     """Run the model/tool loop on `messages` (system prompt first); extends `messages`.
 
@@ -449,6 +460,8 @@ def run_steps(
         temperature: sampling temperature.
         max_tool_output_chars: characters of one tool result shown to the model.
         protocol: `native` or `fenced` (see the module docstring).
+        offer_tools: False: no tools are offered or run (a direct answer); a
+            reply that calls one is a blob.
 
     Returns:
         The `TurnRun`. A model or sandbox fault ends the loop and is kept in
@@ -457,11 +470,11 @@ def run_steps(
     run = TurnRun(protocol=protocol)
     native = protocol == "native"
     seen: set[str] = set()
-    names, schemas = workspace.names, workspace.schemas
+    names, schemas = (workspace.names, workspace.schemas) if offer_tools else ((), ())
     for step in range(1, max_steps + 1):
         started = time.perf_counter()
         try:
-            if native:
+            if native and schemas:
                 completion = model.complete(
                     messages, temperature=temperature, max_tokens=max_tokens, tools=schemas
                 )

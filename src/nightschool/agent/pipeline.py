@@ -17,10 +17,11 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    recorded as shown (`extra["lessons_shown"]`, `extra["skills_shown"]`).
    Ahead of them, the `### WHO I AM` wake-up section (`selfhood.wake_up_prefix`:
    the latest diary narrative and the self-state; absent on a fresh home).
-3. The agent loop with sandboxed tools in the session's workspace: native tool
-   calls when the model `supports_tools`, the fenced text protocol otherwise
-   (`extra["tool_protocol"]`); tool-call blobs are never the answer
-   (`extra["blob_replies"]`).
+3. The chat router (`learners.chat_router`, `extra["router"]`) picks `direct`
+   (one model call, no tools) or `full`: the agent loop with sandboxed tools in
+   the session's workspace: native tool calls when the model `supports_tools`,
+   the fenced text protocol otherwise (`extra["tool_protocol"]`); tool-call
+   blobs are never the answer (`extra["blob_replies"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
    ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
 5. Record: the redacted trajectory, lesson and skill exposures and outcome
@@ -42,9 +43,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nightschool.agent._background import BackgroundReflections
+from nightschool.agent._shown import retrieve_shown
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
     ToolProtocol,
@@ -68,10 +70,8 @@ from nightschool.feedback import apply_chat_outcome_heuristics, classify_correct
 from nightschool.learning.reflection import Reflector
 from nightschool.llm import ChatModel, Message
 from nightschool.memory import (
-    PLAYBOOK_TOKEN_BUDGET,
     RetrievedLesson,
     SkillMemory,
-    fit_to_budget,
     format_playbook,
     format_worked_examples,
 )
@@ -79,6 +79,9 @@ from nightschool.sandbox import Sandbox
 from nightschool.selfhood import wake_up_prefix
 from nightschool.store import Store
 from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
+
+if TYPE_CHECKING:
+    from nightschool.learners.chat_router import ChatRoute, ChatRouter
 
 logger = logging.getLogger("nightschool.agent")
 
@@ -150,6 +153,8 @@ class ChatPipeline:
         practice: runs the self-play tools (`self_play`, `self_play_loop`,
             `stop_self_play`; `nightschool.agent.self_play.SelfPlayTools`);
             None leaves them out of every session.
+        router: the chat router (`learners.chat_router.ChatRouter`); None
+            answers every turn with the full loop.
     """
 
     def __init__(
@@ -164,6 +169,7 @@ class ChatPipeline:
         config: AgentConfig | None = None,
         wake_up: bool = True,
         practice: PracticeTools | None = None,
+        router: ChatRouter | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -172,6 +178,7 @@ class ChatPipeline:
         self.reflector = reflector
         self.wake_up = wake_up
         self.practice = practice
+        self.router = router
         try:
             self.workspace_root = usable_workspace_root(workspace_root, sandbox)
         except OSError as exc:
@@ -240,6 +247,10 @@ class ChatPipeline:
         tick = time.perf_counter()
         who_i_am = self._who_i_am()
         timings["wake_up"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        route = self._route(request)
+        direct = route.decision == "direct"
+        timings["router"] = time.perf_counter() - tick
         protocol: ToolProtocol = "native" if uses_native_tools(self.model) else "fenced"
         client_system = "\n".join(m["content"] for m in messages if m["role"] == "system")
         playbook = format_playbook(lessons, token_budget=None)
@@ -248,7 +259,7 @@ class ChatPipeline:
             client_system,
             worked_examples=format_worked_examples(skills, token_budget=None),
             protocol=protocol,
-            tools=tool_specs(practice=self.practice is not None),
+            tools={} if direct else tool_specs(practice=self.practice is not None),
         )
 
         conversation: list[Message] = [Message(role="system", content=system_prompt)]
@@ -262,11 +273,12 @@ class ChatPipeline:
                 self.model,
                 workspace,
                 conversation,
-                max_steps=cfg.max_steps,
+                max_steps=1 if direct else cfg.max_steps,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 max_tool_output_chars=cfg.max_tool_output_chars,
                 protocol=protocol,
+                offer_tools=not direct,
             )
         timings["model"], timings["tools"] = run.model_s, run.tools_s
         trajectory = self._assemble(
@@ -287,6 +299,7 @@ class ChatPipeline:
             "aborted": run.aborted,
             "verifier": None,
             "strategy": self._strategy(),
+            "router": route.as_record(),
         }
         if correction is not None:
             extra["corrected_trajectory_id"] = correction.trajectory_id
@@ -456,6 +469,14 @@ class ChatPipeline:
         """`extra["strategy"]` of this turn (`evolution.champions.chat_strategy`)."""
         return chat_strategy(self.store)
 
+    def _route(self, request: str) -> ChatRoute:
+        """How this turn is answered: the router's route, or `full` without one."""
+        if self.router is not None:
+            return self.router.route(request)
+        from nightschool.learners.chat_router import ChatRoute
+
+        return ChatRoute("full", "no chat router")
+
     def _retrieve(self, request: str) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
         """(lessons, skills) shown for `request`: retrieved, then cut to their sections' budgets."""
         return retrieve_shown(self.memory, self.config, request)
@@ -566,27 +587,6 @@ class ChatPipeline:
             self._cache.move_to_end(key)
             while len(self._cache) > CORRECTION_CACHE_SIZE:
                 self._cache.popitem(last=False)
-
-
-def retrieve_shown(
-    memory: SkillMemory | None, config: AgentConfig, request: str
-) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
-    """(lessons, skills) a turn on `request` is shown: retrieved, cut to their sections' budgets.
-
-    `config.playbook_k` lessons within `PLAYBOOK_TOKEN_BUDGET`, then
-    `config.skills_k` skills within `config.skills_token_budget`; both empty
-    without a `memory`. Reads the playbook only (no exposure is recorded).
-    """
-    if memory is None:
-        return [], []
-    lessons = memory.retrieve(request, k=config.playbook_k) if config.playbook_k > 0 else []
-    skills = (
-        memory.retrieve(request, k=config.skills_k, kind="skill") if config.skills_k > 0 else []
-    )
-    return (
-        fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET),
-        fit_to_budget(skills, config.skills_token_budget, kind="skill"),
-    )
 
 
 def _rounded(timings: dict[str, float]) -> dict[str, float]:

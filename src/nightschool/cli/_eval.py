@@ -97,11 +97,22 @@ PlaybookOpt = Annotated[
 TemperatureOpt = Annotated[
     float, typer.Option("--temperature", min=0.0, help="Agent sampling temperature.")
 ]
+RouteOpt = Annotated[
+    str,
+    typer.Option(
+        "--route",
+        help="How each task is answered: full (the agent loop), direct (one model call, "
+        "no tools) or auto (the home's saved chat router; it may have been trained on "
+        "this suite). Two runs, one direct and one full, are what `learn router --chat` "
+        "learns from.",
+    ),
+]
+ROUTES = ("full", "direct", "auto")
 
 
 @contextlib.contextmanager
 def _inprocess_runner(
-    settings: Settings, store: Store, *, playbook: bool, temperature: float
+    settings: Settings, store: Store, *, playbook: bool, temperature: float, route: str = "full"
 ) -> Iterator[Runner]:
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.evals import InProcessRunner
@@ -117,6 +128,7 @@ def _inprocess_runner(
 
         with err.status("loading the skill playbook ..."):
             memory = SkillMemory(store)
+    router = _chat_router(settings, memory, route)
     root = Path(tempfile.mkdtemp(prefix="nightschool-eval-"))
     root.chmod(0o711)  # the sandbox user must reach the session workspaces
     pipeline = ChatPipeline(
@@ -132,6 +144,7 @@ def _inprocess_runner(
             verify=False,  # the suite's scorer judges; the verifier would cost a model call
             reflect_on_correction=False,
         ),
+        router=router,
     )
     runner = InProcessRunner(pipeline, model_name=model.name)
     try:
@@ -145,6 +158,22 @@ def _inprocess_runner(
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _chat_router(settings: Settings, memory: Any, route: str) -> Any:
+    """The `ChatRouter` of `--route`: forced, or the home's saved one (`auto`)."""
+    from nightschool.learners.chat_router import ChatRouter
+
+    if route not in ROUTES:
+        raise UserError(f"--route must be one of {', '.join(ROUTES)}, not {route!r}")
+    if route != "auto":
+        return ChatRouter(forced="direct" if route == "direct" else "full")
+    embedder = getattr(memory, "embedder", None)
+    if embedder is None:
+        from nightschool.memory import default_embedder
+
+        embedder = default_embedder()
+    return ChatRouter.from_home(settings.home_dir(), embedder)
+
+
 @contextlib.contextmanager
 def _runner(
     kind: str,
@@ -155,11 +184,14 @@ def _runner(
     timeout_s: float,
     playbook: bool,
     temperature: float,
+    route: str = "full",
 ) -> Iterator[Runner]:
     if kind == "inprocess":
         if server is not None:
             raise UserError("--server is only for --runner http")
-        with _inprocess_runner(settings, store, playbook=playbook, temperature=temperature) as r:
+        with _inprocess_runner(
+            settings, store, playbook=playbook, temperature=temperature, route=route
+        ) as r:
             yield r
     elif kind == "http":
         from nightschool.evals import HttpRunner
@@ -170,6 +202,8 @@ def _runner(
             raise UserError(
                 "--no-playbook applies to the in-process runner; the server decides its playbook"
             )
+        if route != "full":
+            raise UserError("--route applies to the in-process runner; the server routes itself")
         runner = HttpRunner(server, settings.api_key, settings.model, timeout_s)
         try:
             yield runner
@@ -196,6 +230,7 @@ def _execute(
     backend_kind: str = "local",
     ray_address: str | None = None,
     workers: int = 1,
+    route: str = "full",
 ) -> EvalRun:
     """Run a suite with a Rich progress bar; on Ctrl-C say what was kept and exit 130.
 
@@ -209,20 +244,31 @@ def _execute(
         raise UserError(
             "--backend ray runs the in-process agent in its workers; drop --runner http"
         )
+    if backend_kind != "local" and route == "auto":
+        raise UserError("--route auto runs in-process only; use --route full or direct on Ray")
+    if route not in ROUTES:
+        raise UserError(f"--route must be one of {', '.join(ROUTES)}, not {route!r}")
     suite = get_suite(suite_name, seed)
     sandbox = Sandbox()
     with err.status("checking the sandbox ..."):
         sandbox.check()
     progress = progress_bar()
     state: dict[str, Any] = {"run_id": None, "done": 0}
-    config = {"playbook": playbook, "temperature": temperature, "server": server}
+    config = {
+        "playbook": playbook,
+        "temperature": temperature,
+        "server": server,
+        "route": route,
+    }
     with contextlib.ExitStack() as stack:
         backend = stack.enter_context(
             parallel_backend(backend_kind, address=ray_address, workers=workers)
         )
         if backend is not None:
             memory = stack.enter_context(driver_playbook(store, playbook))
-            agent = eval_agent(settings, sandbox, suite_name, seed, timeout_s, temperature)
+            agent = eval_agent(
+                settings, sandbox, suite_name, seed, timeout_s, temperature, route=route
+            )
             runner = None
         else:
             stack.enter_context(local_only())  # model preflight included: nothing leaves here
@@ -235,6 +281,7 @@ def _execute(
                     timeout_s=timeout_s,
                     playbook=playbook,
                     temperature=temperature,
+                    route=route,
                 )
             )
         if expect_model is not None and runner is not None and runner.name == "inprocess":
@@ -337,6 +384,7 @@ def run(
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = 1,
+    route: RouteOpt = "full",
 ) -> None:
     """Run a suite and store the run and every per-task result.
 
@@ -367,6 +415,7 @@ def run(
                 backend_kind=backend,
                 ray_address=ray_address,
                 workers=workers,
+                route=route,
             )
             Console().print(_summary(result))
             Console().print(result.pass_rate.summary(), highlight=False)

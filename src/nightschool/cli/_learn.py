@@ -167,3 +167,62 @@ def learn_router_command(
         out.print(f"{mark}{version}: {report.reason} ({report.path})")
     if not report.saved:
         raise typer.Exit(1)
+
+
+@learn_app.command("chat-router")
+def learn_chat_router_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Write the checkpoint even if the gate does not promote it."),
+    ] = False,
+    direct_at: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="p(a direct answer passes) for `direct`.")
+    ] = 0.75,
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="Neighbours per decision.")] = 7,
+    min_pairs: Annotated[int, typer.Option(min=2, help="Fewest requests answered both ways.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Train the chat router: answer a chat request directly, or run the agent loop.
+
+    Learns from requests answered both ways: two eval runs of one suite, one
+    `nightschool eval run --route direct` and one `--route full`. Held-out
+    requests (5-fold) get the measured outcome of the way the router picks,
+    paired with always-full through the promotion gate (non-inferior and
+    cheaper) with a 30% token-saving bar; always-direct is shown beside it.
+    Writes `<home>/learners/chat_router.json` only when both hold; `serve`
+    and `chat` then route their turns with it. Exit 0 when saved, 1 when not,
+    2 when there is not enough data.
+    """
+    with errors_to_exit_codes():
+        from nightschool.learners.chat_router import ChatRouterConfig, learn_chat_router
+        from nightschool.memory import default_embedder
+
+        config = ChatRouterConfig(direct_at=direct_at, k=k, min_pairs=min_pairs)
+        report = _train(
+            "the chat router",
+            lambda store, home: learn_chat_router(
+                store, home, default_embedder(), config, force=force
+            ),
+        )
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        out = Console()
+        decisions = ", ".join(f"{k} {v}" for k, v in report.decisions.items())
+        out.print(f"judged on {report.requests} held-out requests answered both ways ({decisions})")
+        table = Table(title="held-out requests: always the agent loop, always direct, routed")
+        table.add_column("arm")
+        table.add_column("pass rate", justify="right")
+        table.add_column("tokens/request", justify="right")
+        table.add_row("full (agent loop)", f"{report.pass_full:.3f}", f"{report.tokens_full:.0f}")
+        table.add_row("direct", f"{report.pass_direct:.3f}", f"{report.tokens_direct:.0f}")
+        table.add_row("routed", f"{report.pass_routed:.3f}", f"{report.tokens_routed:.0f}")
+        out.print(table)
+        out.print(f"tokens saved by routing: {report.savings:.1%} (bar: 30%)")
+        out.print(f"gate, routed vs full: {report.verdict}")
+        out.print(f"gate, direct vs full: {report.direct_verdict}")
+        mark = "[green]saved[/]" if report.saved else "[yellow]not saved[/]"
+        version = f" version {report.version}" if report.saved else ""
+        out.print(f"{mark}{version}: {report.reason} ({report.path})")
+    if not report.saved:
+        raise typer.Exit(1)

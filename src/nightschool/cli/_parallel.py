@@ -132,6 +132,8 @@ def eval_agent(
     seed: int,
     timeout_s: float,
     temperature: float,
+    *,
+    route: str = "full",
 ) -> RemoteAgent:
     """The in-process agent of `_inprocess_runner`, as a spec its workers rebuild."""
     from nightschool.agent import AgentConfig
@@ -150,4 +152,5 @@ def eval_agent(
         seed=seed,
         timeout_s=timeout_s,
         model_name=make_model(settings).name,  # builds the client only, loads nothing
+        route="direct" if route == "direct" else "full",
     )

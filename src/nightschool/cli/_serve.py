@@ -104,6 +104,7 @@ def _agent(
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.agent.self_play import SelfPlayTools
     from nightschool.cli._idle import ForegroundService
+    from nightschool.learners.chat_router import ChatRouter
     from nightschool.learning.reflection import Reflector
     from nightschool.learning.sink import PlaybookSink
     from nightschool.llm.preempt import Foreground
@@ -142,6 +143,10 @@ def _agent(
             workspace_root=settings.home_dir() / "workspaces",
             config=AgentConfig(max_tokens=settings.max_tokens, temperature=settings.temperature),
             practice=practice,
+            # a saved chat router (`learn router --chat`) routes turns; none: the full loop
+            router=ChatRouter.from_home(
+                settings.home_dir(), memory.embedder if memory is not None else None
+            ),
         )
     except BaseException:
         if memory is not None:

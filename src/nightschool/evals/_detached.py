@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.errors import IncoherentRecordError
@@ -22,6 +22,9 @@ from nightschool.memory import RetrievedLesson
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from nightschool.learners.chat_router import ChatRouter
 
 _scratch: list[Store] = []
 _scratch_lock = threading.Lock()
@@ -68,6 +71,7 @@ class DetachedPipeline(ChatPipeline):
         skills: Sequence[RetrievedLesson] = (),
         who_i_am: str = "",
         strategy: dict[str, Any] | None = None,
+        router: ChatRouter | None = None,
     ) -> None:
         super().__init__(
             model=model,
@@ -77,6 +81,7 @@ class DetachedPipeline(ChatPipeline):
             reflector=None,
             workspace_root=workspace_root,
             config=config,
+            router=router,
         )
         self._lessons = list(lessons)
         self._skills = list(skills)

@@ -64,6 +64,7 @@ class RemoteAgent:
         seed: the suite seed.
         timeout_s: per-task limit for the agent's answer, seconds.
         model_name: the model name recorded on the run.
+        route: `full` or `direct`: how every task is answered (`eval run --route`).
     """
 
     resources: Resources
@@ -72,6 +73,7 @@ class RemoteAgent:
     seed: int
     timeout_s: float = DEFAULT_TIMEOUT_S
     model_name: str = ""
+    route: str = "full"
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def eval_episode(agent: RemoteAgent, item: EvalItem) -> EvalOutcome:
     """
     from nightschool.evals._detached import DetachedPipeline
     from nightschool.evals._runners import InProcessRunner
+    from nightschool.learners.chat_router import ChatRouter
 
     task = _task(agent.suite, agent.seed, item.task_id)
     model, sandbox = agent.resources.model(), agent.resources.sandbox()
@@ -156,6 +159,7 @@ def eval_episode(agent: RemoteAgent, item: EvalItem) -> EvalOutcome:
         skills=item.skills,
         who_i_am=item.who_i_am,
         strategy=dict(item.strategy),
+        router=ChatRouter(forced="direct" if agent.route == "direct" else "full"),
     )
     runner = InProcessRunner(pipeline, model_name=model.name)
     result: TaskResult | None = None
@@ -230,7 +234,7 @@ def _items(
     tasks: Sequence[Task],
 ) -> Iterator[EvalItem]:
     """Each task's episode, its snapshot taken when it is submitted."""
-    from nightschool.agent.pipeline import retrieve_shown
+    from nightschool.agent._shown import retrieve_shown
     from nightschool.evolution.champions import chat_strategy
     from nightschool.selfhood import wake_up_prefix
 

@@ -5,7 +5,8 @@
 its checkpoint; `LivePrm` scores with the current checkpoint and picks up a
 retrained one; `search.PrmRepair` is PRM-guided search over solver attempts;
 `router` learns each request's attempt budget and is saved only when the
-promotion gate says it saves tokens without losing passes.
+promotion gate says it saves tokens without losing passes; `chat_router`
+does the same for chat turns (answer directly, or run the agent loop).
 `solver_hooks` hands the solver what a home has earned.
 """
 

@@ -32,11 +32,11 @@ simple baseline this mirrors.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -361,22 +361,57 @@ def learn_router(
         t for kind in ("selfplay", "verification") for t in store.iter_trajectories(task_kind=kind)
     ]
     params, report = train_router(trajectories, cfg)
-    path = router_path(home)
-    if not report.promote and not force:
-        why = f"the gate did not promote it, or savings {report.savings:.0%} < 30%"
-        return replace(report, reason=why, path=str(path))
+    return save_if_promoted(
+        report,
+        router_path(home),
+        force=force,
+        version_of=lambda path: load_router(path).version,
+        write=lambda path, final: save_router(
+            path, replace(params, version=final.version, report=final.to_json())
+        ),
+    )
+
+
+Report = TypeVar("Report")
+
+
+def save_if_promoted(
+    report: Report,
+    path: Path,
+    *,
+    force: bool,
+    version_of: Callable[[Path], int],
+    write: Callable[[Path, Report], None],
+) -> Report:
+    """Write a router checkpoint only when `report.promote` (or `force`), one version up.
+
+    Args:
+        report: a router report (`promote`, `savings`, and `saved`, `reason`,
+            `version`, `path` to fill in; a frozen dataclass).
+        path: where the checkpoint goes.
+        force: write even when the gate did not promote it.
+        version_of: the version of the checkpoint at `path` (may raise `CheckpointError`).
+        write: writes the checkpoint for the final report.
+
+    Returns:
+        The report with what was done.
+    """
+    measured: Any = report  # a RouterReport or a ChatRouterReport
+    if not measured.promote and not force:
+        why = f"the gate did not promote it, or savings {measured.savings:.0%} < 30%"
+        return cast("Report", replace(measured, reason=why, path=str(path)))
     previous = 0
     if path.exists():
         try:
-            previous = load_router(path).version
+            previous = version_of(path)
         except CheckpointError:
             previous = 0
     final = replace(
-        report,
+        measured,
         saved=True,
         version=previous + 1,
         path=str(path),
-        reason="the gate promoted it" if report.promote else "saved with --force",
+        reason="the gate promoted it" if measured.promote else "saved with --force",
     )
-    save_router(path, replace(params, version=previous + 1, report=final.to_json()))
-    return final
+    write(path, final)
+    return cast("Report", final)

@@ -238,7 +238,7 @@ class NightschoolWork:
         )
 
     def _retrain(self) -> PhaseResult:
-        """Retrain the PRM and the router: the code of `nightschool learn prm|router`."""
+        """Retrain the PRM and the routers: `nightschool learn prm|router|chat-router`."""
         from nightschool.learners import NotEnoughDataError, learn_prm, learn_router
 
         if self.home is None:
@@ -278,8 +278,37 @@ class NightschoolWork:
             }
         except NotEnoughDataError as exc:
             lines.append(f"router: {exc.message}")
+        lines.append(self._retrain_chat_router(record))
         status = "ok" if record else "skipped"
         return PhaseResult(status, "; ".join(lines), record)
+
+    def _retrain_chat_router(self, record: dict[str, Any]) -> str:
+        """`nightschool learn chat-router` (new pairs come only from eval runs the user ran)."""
+        from nightschool.errors import UserError
+        from nightschool.learners.chat_router import learn_chat_router
+
+        assert self.home is not None
+        try:
+            embedder = getattr(self.playbook, "embedder", None)
+            if embedder is None:
+                from nightschool.memory import default_embedder
+
+                embedder = default_embedder()
+            chat = learn_chat_router(self.store, self.home, embedder)
+        except UserError as exc:  # not enough pairs, or no embedding model
+            return f"chat router: {exc.message}"
+        record["chat_router"] = {
+            "requests": chat.requests,
+            "savings": chat.savings,
+            "promote": chat.promote,
+            "saved": chat.saved,
+            "version": chat.version,
+        }
+        mark = f"saved version {chat.version}" if chat.saved else "not saved"
+        return (
+            f"chat router on {chat.requests} requests: pass {chat.pass_routed} vs "
+            f"{chat.pass_full}, tokens saved {chat.savings:.0%}; {mark}"
+        )
 
     def _prompts(self) -> PhaseResult:
         """One GEPA run on the solver prompt, registered only if the gate promotes it."""
