@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,3 +40,22 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             os.environ["NIGHTSCHOOL_HOME"] = saved
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox_left_from_an_earlier_test() -> Iterator[None]:
+    """Start each test with no agent sandbox running on the shared Ray instance.
+
+    The instance is shared by the whole session, so an episode an earlier test
+    cancelled (its tool sleeps up to 60 s; the sandbox's own time limit ends it
+    in any case) could still be finishing and would be counted by the next
+    test's "no sandbox left" checks. Each test checks its own episodes; this
+    only waits, up to 90 s, for the earlier ones to end, and fails if one never does.
+    """
+    from tests.parallel._support import sandboxed_tool_runs
+
+    deadline = time.monotonic() + 90
+    while (left := sandboxed_tool_runs()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"sandboxed tool runs of an earlier test never ended: {left}"
+    yield

@@ -195,5 +195,9 @@ def test_ctrl_c_cancels_the_episodes_in_flight_and_keeps_only_whole_results(
     assert stored.status == "interrupted"
     assert [r.task_id for r in stored.results] == ["HumanEval/0"]
     assert store.query("SELECT COUNT(*) FROM trajectories")[0][0] == 1  # no half-written task
-    # The cancelled episodes' workers were killed, their sandboxes with them.
-    wait_for(lambda: not sandboxed_tool_runs(), 15, "the cancelled sandboxes to die")
+    # The cancelled episodes' workers are killed, their sandboxes with them. A force-cancel
+    # that reaches a task while Ray hands it to a worker can be lost (seen about once in
+    # five runs); that episode's sandbox then ends at the agent's tool time limit
+    # (`AgentConfig.tool_timeout_s`, 20 s), never later, and its result is never written.
+    limit = AgentConfig().tool_timeout_s + 10
+    wait_for(lambda: not sandboxed_tool_runs(), limit, "the cancelled sandboxes to end")
