@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import pytest
 from tests._postgres import fresh_database, postgres_server, server_bindir
 
+from nightschool.challenges import Challenge
+from nightschool.challenges._templates._kit import TemplateBase
 from nightschool.store import Store
 
 T = TypeVar("T")
@@ -315,3 +317,18 @@ def _interrupt(proc: subprocess.Popen[str], timeout_s: float = 40.0) -> str:
 def interrupt() -> Callable[..., str]:
     """`stderr = interrupt(proc)`: SIGINT a CLI subprocess and wait for it to exit."""
     return _interrupt
+
+
+@pytest.fixture
+def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Challenge]:
+    """Every challenge rendered in the test, by prompt (what the scripted model sees)."""
+    seen: dict[str, Challenge] = {}
+    original = TemplateBase.render
+
+    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
+        challenge = original(self, tier, seed)
+        seen[challenge.prompt] = challenge
+        return challenge
+
+    monkeypatch.setattr(TemplateBase, "render", spy)
+    return seen

@@ -19,7 +19,6 @@ from tests.parallel._support import needs_bwrap
 from typer.testing import CliRunner
 
 from nightschool.challenges import Challenge
-from nightschool.challenges._templates._kit import TemplateBase
 from nightschool.config import Settings
 from nightschool.evals.curve import build_heldout, run_curve
 from nightschool.llm import Message, ScriptedModel
@@ -31,21 +30,6 @@ from nightschool.selfplay.dream import DREAM_SEED_LIMIT
 from nightschool.store import Store
 
 Stub = Callable[..., Any]
-
-
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Challenge]:
-    """Every challenge the driver renders, by prompt (what the model server is asked)."""
-    seen: dict[str, Challenge] = {}
-    original = TemplateBase.render
-
-    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
-        challenge = original(self, tier, seed)
-        seen[challenge.prompt] = challenge
-        return challenge
-
-    monkeypatch.setattr(TemplateBase, "render", spy)
-    return seen
 
 
 def learner(seen: dict[str, Challenge]) -> Callable[[Sequence[Message]], str]:

@@ -14,7 +14,6 @@ import pytest
 from typer.testing import CliRunner
 
 from nightschool.challenges import Challenge
-from nightschool.challenges._templates._kit import TemplateBase
 from nightschool.errors import ModelUnavailableError, UserError
 from nightschool.exports import pairwise_pass_fail
 from nightschool.llm import Message, ScriptedModel
@@ -25,21 +24,6 @@ from nightschool.store import Store
 from nightschool.trajectory import Outcome
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
-
-
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Challenge]:
-    """Every challenge rendered in the test, by prompt (what the scripted model sees)."""
-    seen: dict[str, Challenge] = {}
-    original = TemplateBase.render
-
-    def spy(self: TemplateBase, tier: str, seed: int) -> Challenge:
-        challenge = original(self, tier, seed)
-        seen[challenge.prompt] = challenge
-        return challenge
-
-    monkeypatch.setattr(TemplateBase, "render", spy)
-    return seen
 
 
 def answering(
