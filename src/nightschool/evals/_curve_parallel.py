@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from nightschool.learning.skills import recall
 from nightschool.parallel import Backend, Resources, derive_id
 from nightschool.selfplay.episodes import Solved, SolveJob, solve_once
 from nightschool.selfplay.solver import SolverConfig
@@ -74,27 +73,16 @@ def measure_parallel(
         InfrastructureError: the model, sandbox or a worker failed (items
             before it are stored, the rest cancelled).
     """
-    from nightschool.evals.curve import ItemResult, Measurement
+    from nightschool.evals.curve import Measurement, as_eval, item_row, shown_for
 
-    lessons_k = 3 if arm in ("lessons", "both") else 0
-    skills_k = 2 if arm in ("skills", "both") else 0
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
     before = {r.task_id: r for r in start.results} if start is not None else {}
     salt = new_id()
-    plan: list[tuple[HeldOutItem, Recall]] = []
-    for item in items:
-        shown = recall(
-            memory if arm != "none" else None,
-            item.challenge,
-            lessons_k=lessons_k,
-            skills_k=skills_k,
-            exclude_templates=heldout.unseen_templates,
-        )
-        plan.append((item, shown))
+    plan = [(item, shown_for(memory, heldout, item, arm)) for item in items]
 
     def reused(item: HeldOutItem, shown: Recall) -> bool:
-        return not shown.lessons and not shown.skills and item.task_id in before
+        return item.task_id in before and not (shown.lessons or shown.skills)
 
     def jobs() -> Iterator[SolveJob]:
         for item, shown in plan:
@@ -117,32 +105,11 @@ def measure_parallel(
                 result = next(solved)
                 if result.infrastructure_error is not None:
                     raise result.infrastructure_error
-                trajectory = result.trajectory.model_copy(
-                    update={
-                        "task_kind": "eval",
-                        "extra": {
-                            **result.trajectory.extra,
-                            "learning_curve": {
-                                "checkpoint": checkpoint,
-                                "arm": arm,
-                                "set": item.set_name,
-                            },
-                        },
-                    }
-                )
+                trajectory = as_eval(result.trajectory, checkpoint, arm, item.set_name)
                 trajectory_id = store_once(
                     store, dataclasses.replace(result, trajectory=trajectory)
                 )
-                row = ItemResult(
-                    task_id=item.task_id,
-                    set_name=item.set_name,
-                    cluster=item.challenge.cluster,
-                    tier=item.challenge.tier,
-                    passed=result.passed,
-                    tokens=trajectory.tokens_in + trajectory.tokens_out,
-                    trajectory_id=trajectory_id,
-                    shown=len(shown.lessons) + len(shown.skills),
-                )
+                row = item_row(item, shown, result.passed, trajectory, trajectory_id)
             out.results.append(row)
             if on_item is not None:
                 on_item(index, len(items), row)

@@ -41,12 +41,13 @@ from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.errors import UserError
 from nightschool.evals._model import pass_at_1
 from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
-from nightschool.learning.skills import recall
+from nightschool.learning.skills import Recall, recall
 from nightschool.memory import SkillMemory
 from nightschool.parallel import Backend, LocalResources, Resources
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT, CycleResult, DreamLoop
 from nightschool.selfplay.solver import Solver
 from nightschool.store import Store
+from nightschool.trajectory import Trajectory
 
 HELDOUT_SEED_BASE = 1_000_000_000
 """Held-out renderings use seeds from here up (the dream renders below 1,000,000;
@@ -240,28 +241,19 @@ def measure(
             on_item=on_item,
             start=start,
         )
-    lessons_k = 3 if arm in ("lessons", "both") else 0
-    skills_k = 2 if arm in ("skills", "both") else 0
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
     before = {r.task_id: r for r in start.results} if start is not None else {}
     for index, item in enumerate(items, start=1):
-        challenge = item.challenge
-        shown = recall(
-            memory if arm != "none" else None,
-            challenge,
-            lessons_k=lessons_k,
-            skills_k=skills_k,
-            exclude_templates=heldout.unseen_templates,
-        )
-        if not shown.lessons and not shown.skills and item.task_id in before:
+        shown = shown_for(memory, heldout, item, arm)
+        if item.task_id in before and not (shown.lessons or shown.skills):
             row = dataclasses.replace(before[item.task_id], reused=True)
             out.results.append(row)
             if on_item is not None:
                 on_item(index, len(items), row)
             continue
         result = solver.solve(
-            challenge,
+            item.challenge,
             session_id=session_id,
             lessons=shown.lessons,
             skills=shown.skill_sections,
@@ -269,30 +261,56 @@ def measure(
         )
         if result.infrastructure_error is not None:
             raise result.infrastructure_error
-        trajectory = result.trajectory.model_copy(
-            update={
-                "task_kind": "eval",
-                "extra": {
-                    **result.trajectory.extra,
-                    "learning_curve": {"checkpoint": checkpoint, "arm": arm, "set": item.set_name},
-                },
-            }
-        )
+        trajectory = as_eval(result.trajectory, checkpoint, arm, item.set_name)
         stored = store.append_trajectory(trajectory)
-        row = ItemResult(
-            task_id=item.task_id,
-            set_name=item.set_name,
-            cluster=challenge.cluster,
-            tier=challenge.tier,
-            passed=result.passed,
-            tokens=trajectory.tokens_in + trajectory.tokens_out,
-            trajectory_id=stored.id,
-            shown=len(shown.lessons) + len(shown.skills),
-        )
+        row = item_row(item, shown, result.passed, trajectory, stored.id)
         out.results.append(row)
         if on_item is not None:
             on_item(index, len(items), row)
     return out
+
+
+def shown_for(memory: SkillMemory | None, heldout: HeldOut, item: HeldOutItem, arm: Arm) -> Recall:
+    """What `recall` shows `item` under `arm`: 3 lessons and 2 skills where the arm allows them.
+
+    Nothing for `none`; never a skill of one of the unseen templates (set b).
+    """
+    return recall(
+        memory if arm != "none" else None,
+        item.challenge,
+        lessons_k=3 if arm in ("lessons", "both") else 0,
+        skills_k=2 if arm in ("skills", "both") else 0,
+        exclude_templates=heldout.unseen_templates,
+    )
+
+
+def as_eval(trajectory: Trajectory, checkpoint: int, arm: Arm, set_name: str) -> Trajectory:
+    """`trajectory` recorded as a held-out solve (`task_kind` eval, `extra.learning_curve`)."""
+    return trajectory.model_copy(
+        update={
+            "task_kind": "eval",
+            "extra": {
+                **trajectory.extra,
+                "learning_curve": {"checkpoint": checkpoint, "arm": arm, "set": set_name},
+            },
+        }
+    )
+
+
+def item_row(
+    item: HeldOutItem, shown: Recall, passed: bool, trajectory: Trajectory, trajectory_id: str
+) -> ItemResult:
+    """One item's result: pass, tokens of `trajectory`, how many lessons and skills it showed."""
+    return ItemResult(
+        task_id=item.task_id,
+        set_name=item.set_name,
+        cluster=item.challenge.cluster,
+        tier=item.challenge.tier,
+        passed=passed,
+        tokens=trajectory.tokens_in + trajectory.tokens_out,
+        trajectory_id=trajectory_id,
+        shown=len(shown.lessons) + len(shown.skills),
+    )
 
 
 def paired_verdict(start: Measurement, later: Measurement, set_name: str) -> Verdict:
