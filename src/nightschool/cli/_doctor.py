@@ -315,6 +315,22 @@ def _check_server(settings: Settings) -> Check:
 # -- database, telemetry, disk --------------------------------------------------------------
 
 
+def _newer_migrations(label: str, applied: list[str], hint: str) -> Check | None:
+    """A failed check when the database at `label` has migrations this version does not know."""
+    from nightschool.store import MIGRATIONS
+
+    unknown = sorted(set(applied) - {name for name, _ in MIGRATIONS})
+    if not unknown:
+        return None
+    return Check(
+        "database",
+        "fail",
+        f"{label} was written by a newer nightschool (unknown migrations: {', '.join(unknown)})",
+        hint,
+        EXIT_CODES["store"],
+    )
+
+
 def _check_postgres(settings: Settings) -> Check:
     """Connect to NIGHTSCHOOL_DATABASE_URL; compare its migrations with this version's."""
     from nightschool.store import MIGRATIONS, redact_url
@@ -341,18 +357,10 @@ def _check_postgres(settings: Settings) -> Check:
         return Check("database", "fail", f"{label} is not readable: {exc}", None, store_code)
     finally:
         conn.close()
-    known = [name for name, _ in MIGRATIONS]
-    unknown = sorted(set(applied) - set(known))
-    if unknown:
-        return Check(
-            "database",
-            "fail",
-            f"{label} was written by a newer nightschool (unknown migrations: "
-            f"{', '.join(unknown)})",
-            "upgrade nightschool (`pip install -U nightschool`)",
-            store_code,
-        )
-    pending = len([name for name in known if name not in applied])
+    newer = _newer_migrations(label, applied, "upgrade nightschool (`pip install -U nightschool`)")
+    if newer is not None:
+        return newer
+    pending = len([name for name, _ in MIGRATIONS if name not in applied])
     return Check(
         "database", "ok", f"Postgres {label}: {len(applied)} migrations, {pending} pending"
     )
@@ -391,16 +399,14 @@ def check_database(settings: Settings) -> Check:
         return Check("database", "fail", f"{path} is not readable: {exc}", aside, store_code)
     finally:
         conn.close()
+    newer = _newer_migrations(
+        str(path),
+        applied,
+        "upgrade nightschool (`pip install -U nightschool`) or set NIGHTSCHOOL_HOME elsewhere",
+    )
+    if newer is not None:
+        return newer
     known = [name for name, _ in MIGRATIONS]
-    unknown = sorted(set(applied) - set(known))
-    if unknown:
-        return Check(
-            "database",
-            "fail",
-            f"{path} was written by a newer nightschool (unknown migrations: {', '.join(unknown)})",
-            "upgrade nightschool (`pip install -U nightschool`) or set NIGHTSCHOOL_HOME elsewhere",
-            store_code,
-        )
     pending = [name for name in known if name not in applied]
     size = path.stat().st_size / 1e6
     if pending:
