@@ -103,7 +103,7 @@ RouteOpt = Annotated[
         "--route",
         help="How each task is answered: full (the agent loop), direct (one model call, "
         "no tools) or auto (the home's saved chat router; it may have been trained on "
-        "this suite). Two runs, one direct and one full, are what `learn router --chat` "
+        "this suite). Two runs, one direct and one full, are what `learn chat-router` "
         "learns from.",
     ),
 ]

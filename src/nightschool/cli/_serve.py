@@ -143,7 +143,7 @@ def _agent(
             workspace_root=settings.home_dir() / "workspaces",
             config=AgentConfig(max_tokens=settings.max_tokens, temperature=settings.temperature),
             practice=practice,
-            # a saved chat router (`learn router --chat`) routes turns; none: the full loop
+            # a saved chat router (`learn chat-router`) routes turns; none: the full loop
             router=ChatRouter.from_home(
                 settings.home_dir(), memory.embedder if memory is not None else None
             ),
