@@ -1,21 +1,25 @@
-"""Search vs retry at equal budget: PRM-guided repair against retry-the-latest.
+"""Search vs retry at equal budget: best-first, Best-of-N and MCTS against retry-the-latest.
 
-Issue 11 part 2. Both arms are the real `Solver` with the same model, the same
+Issue 11 part 2. Every arm is the real `Solver` with the same model, the same
 attempts (`--attempts`, one model call each, the same resampling), the same
 rising temperatures and seeds, on the learning curve's held-out sets
-(`evals.curve.build_heldout`, never practised). The only difference: before
-each retry the `prm` arm asks `learners.search.PrmRepair` which failure to
-repair (the one the process reward model values highest), the `retry` arm
-repairs the latest. The PRM is trained in-process on the given stores with
-`learners.train_prm` (eval items never used; any held-out challenge is
-dropped from training) and used whether or not it passed its save rule - the
-report says which.
+(`evals.curve.build_heldout`, never practised). The only difference is the
+`learners.search` policy that says what each retry builds on:
 
-The arms share every model call until the policy first picks an earlier
-failure, so a cache of completions keyed by (messages, temperature, seed,
-max_tokens) serves the shared prefix once; each arm's budget is counted from
-its own `SolveResult.model_calls`. The paired verdict is the project's
-promotion gate (superiority, exact McNemar on pass/fail).
+- `retry`: the latest failure (the default solver);
+- `prm`: the failure the process reward model values highest (`PrmRepair`);
+- `best-of-n`: nothing, a fresh sample of the task (`BestOfN`);
+- `mcts`: the node UCT picks in the tree of repairs, the PRM as value (`PrmMcts`).
+
+The PRM is trained in-process on the given stores with `learners.train_prm`
+(eval items never used; any held-out challenge is dropped from training) and
+used whether or not it passed its save rule - the report says which.
+
+The arms share every model call until their prompts differ, so a cache of
+completions keyed by (messages, temperature, seed, max_tokens) serves a shared
+call once; each arm's budget is counted from its own `SolveResult.model_calls`.
+Each arm's paired verdict against `retry` is the project's promotion gate
+(superiority, exact McNemar on pass/fail).
 
 Usage:
     python bench/bench_search.py --model qwen2.5-coder-0.5b \\
@@ -28,6 +32,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from _stores import load_trajectories, store_paths
@@ -35,7 +40,7 @@ from nightschool.config import Settings
 from nightschool.evals.curve import build_heldout
 from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners import PrmConfig, train_prm
-from nightschool.learners.search import PrmRepair
+from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
 from nightschool.llm import Completion, make_model
 from nightschool.llm._protocol import Message, ToolSpec
 from nightschool.sandbox import Sandbox
@@ -87,6 +92,15 @@ def main() -> None:
     parser.add_argument("--heldout-seed", type=int, default=7)
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--limit", type=int, default=0, help="stop after this many items (0: all)")
+    parser.add_argument(
+        "--arms", default=",".join(POLICIES), help=f"comma-separated, from {','.join(POLICIES)}"
+    )
+    parser.add_argument(
+        "--json", default="", help="write every row to this file after each item (resumable)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the rows already in --json, skip their items"
+    )
     args = parser.parse_args()
 
     heldout = build_heldout(args.tiers.split(","), args.per_cell, args.heldout_seed)
@@ -102,59 +116,105 @@ def main() -> None:
     model = CachedModel(make_model(Settings(model=args.model)))
     sandbox = Sandbox()
     config = SolverConfig(max_attempts=args.attempts, max_tokens=args.max_tokens)
-    arms = {
-        "retry": Solver(model, sandbox, config),  # type: ignore[arg-type]
-        "prm": Solver(model, sandbox, config, search=PrmRepair(params)),  # type: ignore[arg-type]
+    policies = {
+        "retry": None,
+        "prm": PrmRepair(params),
+        "best-of-n": BestOfN(),
+        "mcts": PrmMcts(params),
     }
+    names = ["retry", *(a for a in args.arms.split(",") if a != "retry")]
+    unknown = [name for name in names if name not in policies]
+    if unknown:
+        parser.error(f"unknown arm(s) {unknown}; choose from {','.join(POLICIES)}")
+    arms = {name: Solver(model, sandbox, config, search=policies[name]) for name in names}
     rows: list[dict[str, Any]] = []
+    if args.resume and args.json and Path(args.json).exists():
+        rows = json.loads(Path(args.json).read_text(encoding="utf-8"))["rows"]
+        print(f"resuming: {len(rows)} item(s) already measured in {args.json}")
+    done = {row["task_id"] for row in rows}
     start = time.perf_counter()
-    for index, item in enumerate(items, 1):
-        row: dict[str, Any] = {"task_id": item.task_id}
-        for arm, solver in arms.items():
-            result = solver.solve(item.challenge)
-            traj = result.trajectory
-            row[arm] = {
-                "passed": result.passed,
-                "calls": result.model_calls,
-                "tokens": traj.tokens_in + traj.tokens_out,
-                "infra": result.infrastructure_error is not None,
-                "switched": traj.extra.get("search", {}).get("switched", 0),
-            }
-        rows.append(row)
-        elapsed = time.perf_counter() - start
-        print(
-            f"[{index}/{len(items)}] {item.task_id:<48} retry {'✓' if row['retry']['passed'] else '✗'}"
-            f" ({row['retry']['calls']} calls)  prm {'✓' if row['prm']['passed'] else '✗'}"
-            f" ({row['prm']['calls']} calls)  {elapsed:.0f}s",
-            flush=True,
-        )
-    valid = [r for r in rows if not r["retry"]["infra"] and not r["prm"]["infra"]]
+    try:
+        for index, item in enumerate(items, 1):
+            if item.task_id not in done:
+                rows.append(measure(arms, item))
+                if args.json:
+                    Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}))
+                marks = "  ".join(
+                    f"{arm} {'✓' if rows[-1][arm]['passed'] else '✗'} ({rows[-1][arm]['calls']})"
+                    for arm in arms
+                )
+                elapsed = time.perf_counter() - start
+                print(
+                    f"[{index}/{len(items)}] {item.task_id:<44} {marks}  {elapsed:.0f}s", flush=True
+                )
+    except KeyboardInterrupt:
+        print(f"interrupted: reporting the {len(rows)} item(s) measured")
+    summarise(rows, list(arms), model, time.perf_counter() - start)
+
+
+def measure(arms: dict[str, Solver], item: Any) -> dict[str, Any]:
+    """One held-out item solved by every arm: pass, model calls, tokens, search counters."""
+    row: dict[str, Any] = {"task_id": item.task_id}
+    for arm, solver in arms.items():
+        result = solver.solve(item.challenge)
+        traj = result.trajectory
+        search = traj.extra.get("search", {})
+        row[arm] = {
+            "passed": result.passed,
+            "calls": result.model_calls,
+            "tokens": traj.tokens_in + traj.tokens_out,
+            "infra": result.infrastructure_error is not None,
+            "switched": search.get("switched", 0),
+            "fresh": search.get("fresh_samples", 0),
+        }
+    return row
+
+
+def summarise(
+    rows: list[dict[str, Any]], arms: list[str], model: CachedModel, seconds: float
+) -> None:
+    """Print each arm's pass rate, calls and tokens, and its gate verdict against retry."""
+    valid = [r for r in rows if not any(r[arm]["infra"] for arm in arms)]
+    n = max(1, len(valid))
     print()
-    print(f"{'arm':<8}{'pass@budget':>12}{'model calls':>13}{'tokens':>10}")
+    print(f"{len(valid)} items without an infrastructure fault (of {len(rows)})")
+    print(
+        f"{'arm':<11}{'pass@budget':>12}{'model calls':>13}{'tokens':>9}{'vs retry':>10}"
+        f"{'wins':>6}{'losses':>8}{'retries elsewhere':>19}{'fresh samples':>15}"
+    )
+    retry_rate = sum(r["retry"]["passed"] for r in valid) / n
     for arm in arms:
-        n = max(1, len(valid))
         rate = sum(r[arm]["passed"] for r in valid) / n
         calls = sum(r[arm]["calls"] for r in valid) / n
         tokens = sum(r[arm]["tokens"] for r in valid) / n
-        print(f"{arm:<8}{rate:>12.3f}{calls:>13.2f}{tokens:>10.0f}")
-    switched = sum(1 for r in valid if r["prm"]["switched"])
-    differ = sum(1 for r in valid if r["prm"]["passed"] != r["retry"]["passed"])
-    print(
-        f"items where the PRM sent a retry to an earlier failure: {switched} of {len(valid)}; "
-        f"outcomes differ on {differ}; "
-        f"model calls computed {model.computed}, served from the shared prefix {model.served}"
-    )
-    pairs = [
-        PairedResult(
-            task_id=r["task_id"],
-            incumbent_score=float(r["retry"]["passed"]),
-            candidate_score=float(r["prm"]["passed"]),
-            incumbent_cost=r["retry"]["tokens"],
-            candidate_cost=r["prm"]["tokens"],
+        wins = sum(r[arm]["passed"] and not r["retry"]["passed"] for r in valid)
+        losses = sum(r["retry"]["passed"] and not r[arm]["passed"] for r in valid)
+        switched = sum(r[arm]["switched"] for r in valid)
+        fresh = sum(r[arm]["fresh"] for r in valid)
+        print(
+            f"{arm:<11}{rate:>12.3f}{calls:>13.2f}{tokens:>9.0f}{rate - retry_rate:>+10.3f}"
+            f"{wins:>6}{losses:>8}{switched:>19}{fresh:>15}"
         )
-        for r in valid
-    ]
-    print("gate (prm vs retry, superiority): " + promotion_gate(pairs, GateConfig()).summary())
+    print(
+        f"model calls computed {model.computed}, served from a shared prefix {model.served}; "
+        f"{seconds:.0f} s"
+    )
+    for arm in arms:
+        if arm == "retry":
+            continue
+        pairs = [
+            PairedResult(
+                task_id=r["task_id"],
+                incumbent_score=float(r["retry"]["passed"]),
+                candidate_score=float(r[arm]["passed"]),
+                incumbent_cost=r["retry"]["tokens"],
+                candidate_cost=r[arm]["tokens"],
+            )
+            for r in valid
+        ]
+        print(
+            f"gate ({arm} vs retry, superiority): " + promotion_gate(pairs, GateConfig()).summary()
+        )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ import pytest
 
 from nightschool.challenges import render, templates
 from nightschool.learners import FEATURE_NAMES, LivePrm, PrmParams
-from nightschool.learners.search import PrmRepair
+from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair, parents, uct_select
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
+from nightschool.selfplay._repair import ROOT
 from nightschool.selfplay.solver import Solver, SolverConfig
 from nightschool.trajectory import ToolCall, Trajectory
 
@@ -117,3 +118,114 @@ def test_without_a_policy_nothing_changes() -> None:
     )
     assert "search" not in result.trajectory.extra
     assert "_second" in model.calls[2].messages[-1]["content"]
+
+
+# --- Best-of-N and MCTS: tree policies ------------------------------------------------
+
+
+def test_parents_read_the_recorded_tree_and_default_to_the_retry_line() -> None:
+    calls = [failure("a = 1", 2), failure("b = 2", 3), failure("c = 3", 4), failure("d", 5)]
+    calls[1].arguments["parent"] = ROOT
+    calls[2].arguments["parent"] = 0
+    calls[3].arguments["parent"] = 3  # not an earlier call: ignored, the latest failure instead
+    assert parents(partial(calls)) == [ROOT, ROOT, 0, 2]
+    plain = [failure("a = 1", 2), ToolCall(name="run_solution", arguments={}, error="no code")]
+    plain.append(failure("b = 2", 3))
+    assert parents(partial(plain)) == [ROOT, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("tree", "values", "expandable", "expected"),
+    [
+        ([ROOT], [0.1], {0}, 0),  # one failure: repair it
+        ([ROOT, 0], [0.1, 0.3], {0, 1}, 1),  # the repair improved: repair the repair
+        ([ROOT, 0], [0.3, 0.1], {0, 1}, ROOT),  # it got worse: a fresh sample of the task
+        ([ROOT, ROOT, 0], [0.1, 0.4, 0.1], {0, 1, 2}, 1),  # the best fresh sample's line
+        ([ROOT, 0, 1], [0.2, 0.2, 0.2], {0, 1, 2}, ROOT),  # flat: exploration widens the root
+        ([ROOT, 0], [0.1, 0.9], {0}, 0),  # a child that cannot be repaired is never entered
+    ],
+)
+def test_uct_select(
+    tree: list[int], values: list[float], expandable: set[int], expected: int
+) -> None:
+    assert uct_select(tree, values, expandable) == expected
+
+
+def test_uct_select_rejects_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="2 parents but 1 values"):
+        uct_select([ROOT, 0], [0.1], {0})
+
+
+def test_best_of_n_always_samples_afresh() -> None:
+    policy = BestOfN()
+    assert policy.tree and policy.pick(partial([failure("a", 2)]), [ROOT, 0]) == ROOT
+    assert policy.pick(partial([failure("a", 2)]), [0]) is None
+
+
+def test_mcts_follows_the_prm_and_falls_back_without_one(tmp_path: Path) -> None:
+    improved = [failure("a = 1", 2), failure("b = 2", 7)]
+    improved[1].arguments["parent"] = 0
+    worse = [failure("a = 1", 7), failure("b = 2", 2)]
+    worse[1].arguments["parent"] = 0
+    policy = PrmMcts(progress_prm())
+    assert policy.pick(partial(improved), [ROOT, 0, 1]) == 1
+    assert policy.pick(partial(worse), [ROOT, 0, 1]) == ROOT
+    assert policy.pick(partial(worse), []) is None
+    unloaded = PrmMcts(LivePrm(tmp_path / "learners" / "prm.json"))
+    assert unloaded.pick(partial(worse), [ROOT, 0, 1]) is None
+
+
+class TreeFixed(Fixed):
+    """A tree policy that always answers the same."""
+
+    tree = True
+
+
+@needs_bwrap
+def test_best_of_n_solver_prompts_the_task_alone_at_rising_temperature() -> None:
+    challenge, replies = wrongs()
+    model = ScriptedModel(replies)
+    solver = Solver(
+        model, Sandbox(), SolverConfig(max_attempts=3, max_resamples=0), search=BestOfN()
+    )
+    result = solver.solve(challenge)  # type: ignore[arg-type]
+    assert result.attempts == 3 and not result.passed and result.model_calls == 3
+    assert [call.messages[-1]["content"] for call in model.calls] == [challenge.prompt] * 3  # type: ignore[attr-defined]
+    assert [c.temperature for c in model.calls] == pytest.approx([0.2, 0.55, 0.9])
+    assert [c.arguments["parent"] for c in result.trajectory.tool_calls] == [ROOT] * 3
+    search = result.trajectory.extra["search"]
+    assert search == {
+        "policy": "best-of-n",
+        "repaired": [ROOT, ROOT],
+        "switched": 2,
+        "fresh_samples": 2,
+    }
+
+
+@needs_bwrap
+def test_a_tree_policy_is_asked_from_the_first_retry_and_its_pick_is_repaired() -> None:
+    challenge, replies = wrongs()
+    model = ScriptedModel(replies)
+    policy = TreeFixed(0)
+    solver = Solver(model, Sandbox(), SolverConfig(max_attempts=3, max_resamples=0), search=policy)
+    result = solver.solve(challenge)  # type: ignore[arg-type]
+    assert policy.seen == [[ROOT, 0], [ROOT, 0, 1]]
+    assert [c.arguments["parent"] for c in result.trajectory.tool_calls] == [ROOT, 0, 0]
+    assert "_second" not in model.calls[2].messages[-1]["content"]
+    assert challenge.wrong_solution.strip() in model.calls[2].messages[-1]["content"]  # type: ignore[attr-defined]
+    assert result.trajectory.extra["search"]["switched"] == 1  # attempt 3 went back to 1
+
+
+def test_solver_hooks_build_each_search(tmp_path: Path) -> None:
+    from nightschool.errors import UserError
+    from nightschool.learners import solver_hooks
+
+    kinds = {name: type(solver_hooks(tmp_path, search=name)[0]) for name in POLICIES}
+    assert kinds == {
+        "retry": type(None),
+        "prm": PrmRepair,
+        "best-of-n": BestOfN,
+        "mcts": PrmMcts,
+    }
+    with pytest.raises(UserError, match="use one of retry, prm, best-of-n, mcts"):
+        solver_hooks(tmp_path, search="lats")

@@ -136,8 +136,10 @@ def dream(
         typer.Option(
             "--search",
             help="retry: each retry repairs the latest failure (rising temperature); prm: it "
-            "repairs the failure the process reward model values highest, same budget "
-            "(needs `nightschool learn prm`; bench/bench_search.py compares them).",
+            "repairs the failure the process reward model values highest; best-of-n: every "
+            "attempt is an independent sample of the task; mcts: tree search over repairs and "
+            "fresh samples with the PRM as its value. Same budget for all; prm and mcts need "
+            "`nightschool learn prm` (bench/bench_search.py compares them).",
         ),
     ] = "retry",
     router: Annotated[
@@ -188,6 +190,7 @@ def dream(
                 f"--samples {samples} there is nothing to run in parallel",
                 hint="add --samples 4 (or more), or drop --backend",
             )
+        _check_choices(search, frontier)
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
@@ -234,6 +237,23 @@ def dream(
                 )
         finally:
             store.close()
+
+
+def _check_choices(search: str, frontier: str) -> None:
+    """Refuse an unknown --search or --frontier before any model or database is opened.
+
+    Raises:
+        UserError: either is not one of its choices (exit code 2).
+    """
+    from nightschool.learners.frontier import PICKERS
+    from nightschool.learners.search import POLICIES
+
+    if search not in POLICIES:
+        raise UserError(f"unknown search {search!r}", hint=f"use one of {', '.join(POLICIES)}")
+    if frontier not in PICKERS:
+        raise UserError(
+            f"unknown frontier picker {frontier!r}", hint=f"use one of {', '.join(PICKERS)}"
+        )
 
 
 def _dream_run(

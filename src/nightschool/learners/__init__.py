@@ -69,25 +69,31 @@ def solver_hooks(home: Path, *, search: str = "retry", router: bool = True) -> t
 
     Args:
         home: the nightschool home (its `learners/` checkpoints).
-        search: `retry` (no policy: repair the latest failure) or `prm`
-            (`PrmRepair` over the live PRM checkpoint; without one it falls
-            back to the latest failure at every retry).
+        search: one of `search.POLICIES`: `retry` (no policy: repair the
+            latest failure), `prm` (`PrmRepair`), `best-of-n` (`BestOfN`,
+            independent samples, no model needed) or `mcts` (`PrmMcts`); the
+            PRM policies read the live PRM checkpoint and, without one, fall
+            back to the latest failure at every retry.
         router: use the router checkpoint when there is one (it exists only
             when the gate promoted it, or with `learn router --force`); an
             unreadable one is ignored with a warning.
 
     Raises:
-        UserError: `search` is not `retry` or `prm`.
+        UserError: `search` is not one of `search.POLICIES`.
     """
-    if search not in ("retry", "prm"):
+    from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
+
+    if search not in POLICIES:
         from nightschool.errors import UserError
 
-        raise UserError(f"unknown search {search!r}; use retry or prm")
-    policy = None
+        raise UserError(f"unknown search {search!r}; use one of {', '.join(POLICIES)}")
+    policy: Any = None
     if search == "prm":
-        from nightschool.learners.search import PrmRepair
-
         policy = PrmRepair(LivePrm(prm_path(home)))
+    elif search == "mcts":
+        policy = PrmMcts(LivePrm(prm_path(home)))
+    elif search == "best-of-n":
+        policy = BestOfN()
     routed = None
     path = router_path(home)
     if router and path.exists():

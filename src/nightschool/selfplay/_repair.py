@@ -3,8 +3,13 @@
 `RepairPolicy` is the contract; `ask_policy` builds the episode so far as a
 partial trajectory, asks the policy, and falls back to the latest failure on
 any answer that is not a candidate and on any exception (a broken policy
-must never cost the episode). `learners.search.PrmRepair` is the PRM-guided
-policy.
+must never cost the episode). `learners.search` holds the policies:
+`PrmRepair` (best-first), `BestOfN` (independent samples) and `PrmMcts`
+(Monte Carlo tree search with the PRM as its value).
+
+With a policy, every attempt records `arguments["parent"]`: the failed
+attempt its prompt repaired (an index into the trajectory's tool calls), or
+`ROOT` (-1) for a prompt of the task alone. Those links are the search tree.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from typing import Protocol
 from nightschool.challenges import Challenge
 from nightschool.trajectory import ToolCall, Trajectory
 
-__all__ = ["BudgetRouter", "RepairPolicy", "ask_policy", "ask_router"]
+__all__ = ["ROOT", "BudgetRouter", "RepairPolicy", "ask_policy", "ask_router"]
+
+ROOT = -1
+"""The tree's root, the task itself: a retry picked there is a fresh sample of the task."""
 
 
 class BudgetRouter(Protocol):
@@ -37,6 +45,10 @@ class RepairPolicy(Protocol):
     temperature). A policy sees the episode so far and may send the retry back
     to an earlier failure that looks closer to a pass; it never changes the
     budget (one model call per attempt, the same resampling).
+
+    A policy with a true `tree` attribute may also answer `ROOT`: the retry is
+    then a fresh sample of the task (no failed code, no checker message); it
+    is asked from the first retry on (one failure is enough).
     """
 
     name: str
@@ -49,7 +61,8 @@ class RepairPolicy(Protocol):
             partial: the episode so far (request, lessons shown, the calls made;
                 outcome `unknown`). Must not be mutated.
             candidates: indices of attempts that ran and failed (at least two),
-                oldest first.
+                oldest first; for a `tree` policy `ROOT` first, then at least
+                one failure.
 
         Returns:
             One of `candidates`, or None. Any other answer, or an exception,

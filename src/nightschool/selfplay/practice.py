@@ -93,8 +93,10 @@ def open_practice(
             the default solver. Verification always uses the default solver.
         home: the nightschool home whose learned models the solver may use
             (`learners.solver_hooks`); None: none.
-        search: `retry` (repair the latest failure) or `prm` (PRM-guided
-            repair, `learners.search.PrmRepair`); needs `home`.
+        search: `retry` (repair the latest failure), `prm` (PRM-guided
+            repair), `best-of-n` (independent samples) or `mcts` (tree search
+            with the PRM as value); see `learners.search`. The PRM ones need
+            `home`.
         router: let a gate-approved router checkpoint in `home` set each
             cycle's budget.
         frontier: `brittle` (`FrontierTracker.pick_seed`) or `prm`

@@ -32,9 +32,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from nightschool.challenges import Challenge, evaluate, validator_crash
 from nightschool.errors import ChallengeFaultError, InfrastructureError
@@ -52,7 +50,8 @@ from nightschool.selfplay._attempts import (
     read_reply,
     retry_prompt,
 )
-from nightschool.selfplay._repair import BudgetRouter, RepairPolicy, ask_policy, ask_router
+from nightschool.selfplay._config import SolverConfig as SolverConfig
+from nightschool.selfplay._repair import ROOT, BudgetRouter, RepairPolicy, ask_policy, ask_router
 from nightschool.selfplay._sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
@@ -69,55 +68,6 @@ SYSTEM_PROMPT = (
 its own asserts and example runs to starter solutions, which failed at import (a
 wrong expected value of its own) or ran into the token cap mid-line (seen in 7 of
 the first 11 held-out items of a learning-curve run before this sentence)."""
-
-
-class SolverConfig(BaseModel):
-    """Settings of the self-play solver.
-
-    `SolverConfig(retry_mode="conversation", temperature_step=0, max_resamples=0)`
-    reproduces the solver before fresh retries (same conversation, fixed
-    temperature); a repeated program is still recorded as a wasted attempt
-    instead of being run again (the validator would give the same verdict).
-    """
-
-    max_attempts: int = Field(default=3, ge=1, le=8, description="Attempts per challenge.")
-    temperature: float = Field(
-        default=0.2, ge=0, description="Sampling temperature of the first attempt."
-    )
-    temperature_step: float = Field(
-        default=0.35,
-        ge=0,
-        description="Added per attempt and per resample (attempt k: base + k * step).",
-    )
-    max_temperature: float = Field(
-        default=1.0, ge=0, description="Ceiling of the rising temperature (never below base)."
-    )
-    max_resamples: int = Field(
-        default=2,
-        ge=0,
-        le=5,
-        description="Extra model calls per attempt when its reply repeats a program already run.",
-    )
-    retry_mode: Literal["fresh", "conversation"] = Field(
-        default="fresh",
-        description="fresh: each retry is system + task + failing code + checker message; "
-        "conversation: the retry is appended to the growing conversation (old behaviour).",
-    )
-    seed: int = Field(
-        default=0, ge=0, description="Salt of every call's seed (same salt: same seeds)."
-    )
-    max_tokens: int = Field(default=512, gt=0, description="Completion cap per attempt, tokens.")
-    feedback_chars: int = Field(
-        default=1500, gt=0, description="Validator output tail shown on retry, characters."
-    )
-    lessons_k: int = Field(
-        default=3, ge=0, description="Playbook lessons retrieved into the prompt (0: none)."
-    )
-    strip_test_code: bool = Field(
-        default=True,
-        description="At the starter tier (the checker imports the file and calls a function), "
-        "drop top-level test code before running (bench/bench_sanitize.py measures it).",
-    )
 
 
 @dataclass(frozen=True)
@@ -190,11 +140,13 @@ class _Episode:
     failed_runs: dict[int, tuple[str, str]] = field(default_factory=dict)
     """Index in `calls` of each attempt that ran and failed -> (code, checker message)."""
     repairs: list[int] = field(default_factory=list)
-    """The attempt each search-chosen retry repaired (indices into `calls`)."""
+    """The attempt each search-chosen retry repaired (indices into `calls`; ROOT: the task)."""
+    parent: int = ROOT
+    """What the next attempt's prompt builds on: a failed attempt's index, or ROOT (the task)."""
     switched: int = 0
+    """Retries the search sent elsewhere than the latest failure."""
     routed: dict[str, object] | None = None
     """The router's decision, when a router is in use."""
-    """Retries the search sent to an earlier failure than the latest."""
     lesson_ids: list[str] = field(default_factory=list)
     skill_ids: list[str] = field(default_factory=list)
 
@@ -364,12 +316,13 @@ class Solver:
         return budget
 
     def _choose_repair(self, ep: _Episode, notify: Callable[[str], None]) -> None:
-        """Let the search policy point the next retry at an earlier failure."""
-        if self.search is None or len(ep.failed_runs) < 2:
+        """Let the search policy point the next retry at an earlier failure or the task."""
+        tree = bool(getattr(self.search, "tree", False))
+        if self.search is None or len(ep.failed_runs) < (1 if tree else 2):
             return
         if ep.no_code is not None or ep.duplicate_of is not None:
             return  # the retry answers the last reply's problem, not a checker message
-        candidates = list(ep.failed_runs)
+        candidates = ([ROOT] if tree else []) + list(ep.failed_runs)
         pick = ask_policy(
             self.search,
             ep.challenge,
@@ -378,13 +331,16 @@ class Solver:
             shown=(ep.lesson_ids, ep.skill_ids),
             notify=notify,
         )
-        if pick is None or pick not in ep.failed_runs:
+        if pick is None:
             return
-        ep.last_run = ep.failed_runs[pick]
+        latest = candidates[-1]
+        ep.last_run = ep.failed_runs.get(pick)
+        ep.parent = pick
         ep.repairs.append(pick)
-        if pick != candidates[-1]:
+        if pick != latest:
             ep.switched += 1
-            notify(f"search: repairing attempt {pick + 1} instead of attempt {candidates[-1] + 1}")
+            what = "a fresh sample of the task" if pick == ROOT else f"repairing attempt {pick + 1}"
+            notify(f"search: {what} instead of repairing attempt {latest + 1}")
 
     def _fresh_messages(self, ep: _Episode) -> list[Message]:
         """System prompt + one user message: the task, and on a retry what went wrong."""
@@ -469,6 +425,8 @@ class Solver:
         if not fresh:
             ep.messages.append({"role": "assistant", "content": text})
         arguments: dict[str, object] = {"attempt": attempt, "file": file}
+        if self.search is not None:
+            arguments["parent"] = ep.parent  # the search tree, for tree policies and the record
         if reply.code is None:
             ep.tool_errors += 1
             ep.no_code = "blob" if reply.blob else "none"
@@ -521,7 +479,8 @@ class Solver:
             ep.tool_errors += 1
         if not ep.passed:
             ep.last_run = (code, ep.feedback)
-            ep.failed_runs[len(ep.calls)] = ep.last_run
+            ep.parent = len(ep.calls)
+            ep.failed_runs[ep.parent] = ep.last_run
         ep.calls.append(
             ToolCall(
                 name="run_solution",
@@ -589,6 +548,7 @@ class Solver:
                 "policy": self.search.name,
                 "repaired": list(ep.repairs),
                 "switched": ep.switched,
+                "fresh_samples": ep.repairs.count(ROOT),
             }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"
