@@ -93,7 +93,10 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--limit", type=int, default=0, help="stop after this many items (0: all)")
     parser.add_argument(
-        "--arms", default=",".join(POLICIES), help=f"comma-separated, from {','.join(POLICIES)}"
+        "--arms",
+        default=",".join(POLICIES),
+        help=f"comma-separated, from {','.join(POLICIES)}; POLICY@N gives that arm N attempts "
+        "(best-of-n@7: as many model calls as retry's resamples spend)",
     )
     parser.add_argument(
         "--json", default="", help="write every row to this file after each item (resumable)"
@@ -123,24 +126,35 @@ def main() -> None:
         "mcts": PrmMcts(params),
     }
     names = ["retry", *(a for a in args.arms.split(",") if a != "retry")]
-    unknown = [name for name in names if name not in policies]
+    unknown = [name for name in names if name.split("@")[0] not in policies]
     if unknown:
         parser.error(f"unknown arm(s) {unknown}; choose from {','.join(POLICIES)}")
-    arms = {name: Solver(model, sandbox, config, search=policies[name]) for name in names}
+    arms = {
+        name: Solver(model, sandbox, arm_config(config, name), search=policies[name.split("@")[0]])
+        for name in names
+    }
     rows: list[dict[str, Any]] = []
     if args.resume and args.json and Path(args.json).exists():
         rows = json.loads(Path(args.json).read_text(encoding="utf-8"))["rows"]
-        print(f"resuming: {len(rows)} item(s) already measured in {args.json}")
-    done = {row["task_id"] for row in rows}
+        print(f"resuming: {len(rows)} item(s) in {args.json}; measuring only the arms they lack")
+    done = {row["task_id"]: row for row in rows}
     start = time.perf_counter()
     try:
         for index, item in enumerate(items, 1):
-            if item.task_id not in done:
-                rows.append(measure(arms, item))
+            missing = {
+                arm: solver for arm, solver in arms.items() if arm not in done.get(item.task_id, {})
+            }
+            if missing:
+                row = measure(missing, item)
+                if item.task_id in done:
+                    done[item.task_id].update(row)
+                else:
+                    rows.append(done.setdefault(item.task_id, row))
+                row = done[item.task_id]
                 if args.json:
                     Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}))
                 marks = "  ".join(
-                    f"{arm} {'✓' if rows[-1][arm]['passed'] else '✗'} ({rows[-1][arm]['calls']})"
+                    f"{arm} {'✓' if row[arm]['passed'] else '✗'} ({row[arm]['calls']})"
                     for arm in arms
                 )
                 elapsed = time.perf_counter() - start
@@ -149,7 +163,14 @@ def main() -> None:
                 )
     except KeyboardInterrupt:
         print(f"interrupted: reporting the {len(rows)} item(s) measured")
+    rows = [row for row in rows if all(arm in row for arm in arms)]
     summarise(rows, list(arms), model, time.perf_counter() - start)
+
+
+def arm_config(config: SolverConfig, name: str) -> SolverConfig:
+    """`config`, with `max_attempts` from the arm's `@N` suffix if it has one."""
+    _, _, attempts = name.partition("@")
+    return config.model_copy(update={"max_attempts": int(attempts)}) if attempts else config
 
 
 def measure(arms: dict[str, Solver], item: Any) -> dict[str, Any]:
