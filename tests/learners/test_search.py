@@ -229,3 +229,18 @@ def test_solver_hooks_build_each_search(tmp_path: Path) -> None:
     }
     with pytest.raises(UserError, match="use one of retry, prm, best-of-n, mcts"):
         solver_hooks(tmp_path, search="lats")
+
+
+def test_one_check_per_choice_refuses_unknown_names() -> None:
+    from nightschool.errors import UserError
+    from nightschool.learners.frontier import PICKERS, check_picker
+    from nightschool.learners.search import check_search
+
+    for name in POLICIES:
+        check_search(name)
+    for name in PICKERS:
+        check_picker(name)
+    with pytest.raises(UserError, match="unknown search 'lats'; use one of retry, prm"):
+        check_search("lats")
+    with pytest.raises(UserError, match="unknown frontier picker 'rare'; use one of brittle, prm"):
+        check_picker("rare")

@@ -105,7 +105,7 @@ def learning_curve(
             raise UserError("give exactly one of --cycles or --minutes (per checkpoint)")
         from nightschool.challenges import TIERS
         from nightschool.evals.curve import build_heldout, run_curve
-        from nightschool.learners.frontier import PICKERS, make_tracker
+        from nightschool.learners.frontier import check_picker, make_tracker
         from nightschool.learning.extraction import LessonExtractor
         from nightschool.learning.verify import PairedVerifier
         from nightschool.memory import SkillMemory
@@ -118,8 +118,7 @@ def learning_curve(
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
-        if frontier not in PICKERS:
-            raise UserError(f"unknown --frontier {frontier!r}; use brittle or prm")
+        check_picker(frontier)
         parallel = stack.enter_context(
             parallel_backend(backend, address=ray_address, workers=workers)
         )

@@ -182,6 +182,8 @@ def dream(
     so Ctrl-C never leaves half a cycle behind.
     """
     with errors_to_exit_codes():
+        from nightschool.learners.frontier import check_picker
+        from nightschool.learners.search import check_search
         from nightschool.selfplay.practice import open_practice
 
         if backend != "local" and samples < 2:
@@ -190,7 +192,8 @@ def dream(
                 f"--samples {samples} there is nothing to run in parallel",
                 hint="add --samples 4 (or more), or drop --backend",
             )
-        _check_choices(search, frontier)
+        check_search(search)  # before any model or database is opened
+        check_picker(frontier)
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
@@ -237,23 +240,6 @@ def dream(
                 )
         finally:
             store.close()
-
-
-def _check_choices(search: str, frontier: str) -> None:
-    """Refuse an unknown --search or --frontier before any model or database is opened.
-
-    Raises:
-        UserError: either is not one of its choices (exit code 2).
-    """
-    from nightschool.learners.frontier import PICKERS
-    from nightschool.learners.search import POLICIES
-
-    if search not in POLICIES:
-        raise UserError(f"unknown search {search!r}", hint=f"use one of {', '.join(POLICIES)}")
-    if frontier not in PICKERS:
-        raise UserError(
-            f"unknown frontier picker {frontier!r}", hint=f"use one of {', '.join(PICKERS)}"
-        )
 
 
 def _dream_run(

@@ -81,12 +81,9 @@ def solver_hooks(home: Path, *, search: str = "retry", router: bool = True) -> t
     Raises:
         UserError: `search` is not one of `search.POLICIES`.
     """
-    from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
+    from nightschool.learners.search import BestOfN, PrmMcts, PrmRepair, check_search
 
-    if search not in POLICIES:
-        from nightschool.errors import UserError
-
-        raise UserError(f"unknown search {search!r}; use one of {', '.join(POLICIES)}")
+    check_search(search)
     policy: Any = None
     if search == "prm":
         policy = PrmRepair(LivePrm(prm_path(home)))

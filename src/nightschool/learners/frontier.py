@@ -135,14 +135,23 @@ PICKERS = ("brittle", "prm")
 """Cluster pickers of a dream: `FrontierTracker.pick_seed` and `PrmFrontierTracker`."""
 
 
+def check_picker(frontier: str) -> None:
+    """Refuse a cluster picker that is not one of `PICKERS`.
+
+    Raises:
+        UserError: `frontier` is unknown (exit code 2).
+    """
+    if frontier not in PICKERS:
+        raise UserError(f"unknown frontier picker {frontier!r}; use one of {', '.join(PICKERS)}")
+
+
 def make_tracker(store: Store, frontier: str, home: Path | None) -> FrontierTracker:
     """The dream's tracker for picker `frontier` (`prm` needs `home`, else `brittle`).
 
     Raises:
         UserError: `frontier` is not one of `PICKERS`.
     """
-    if frontier not in PICKERS:
-        raise UserError(f"unknown frontier picker {frontier!r}; use brittle or prm")
+    check_picker(frontier)
     if frontier == "prm" and home is not None:
         return PrmFrontierTracker(store, LivePrm(prm_path(home)))
     return FrontierTracker(store)

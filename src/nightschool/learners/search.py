@@ -33,10 +33,31 @@ from nightschool.learners.steps import step_states
 from nightschool.selfplay._repair import ROOT
 from nightschool.trajectory import Trajectory
 
-__all__ = ["POLICIES", "BestOfN", "PrmMcts", "PrmRepair", "parents", "uct_select"]
+__all__ = [
+    "POLICIES",
+    "BestOfN",
+    "PrmMcts",
+    "PrmRepair",
+    "check_search",
+    "parents",
+    "uct_select",
+]
 
 POLICIES = ("retry", "prm", "best-of-n", "mcts")
 """The solver's search choices (`dream --search`); `retry` is no policy."""
+
+
+def check_search(search: str) -> None:
+    """Refuse a search that is not one of `POLICIES`.
+
+    Raises:
+        UserError: `search` is unknown (exit code 2).
+    """
+    if search not in POLICIES:
+        from nightschool.errors import UserError
+
+        raise UserError(f"unknown search {search!r}; use one of {', '.join(POLICIES)}")
+
 
 EXPLORATION = 1.0
 """UCT's exploration weight on min-max normalised values: LATS's w = 1 (Zhou et

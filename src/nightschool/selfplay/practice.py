@@ -107,14 +107,13 @@ def open_practice(
     Raises:
         UserError: an unknown `search` or `frontier`.
     """
-    from nightschool.learners.frontier import PICKERS
+    from nightschool.learners.frontier import check_picker
+    from nightschool.learners.search import check_search
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.learning.verify import PairedVerifier
 
-    if frontier not in PICKERS:
-        from nightschool.errors import UserError
-
-        raise UserError(f"unknown frontier picker {frontier!r}; use brittle or prm")
+    check_picker(frontier)
+    check_search(search)
     policy = budget_router = None
     if home is not None:
         from nightschool.learners import solver_hooks
