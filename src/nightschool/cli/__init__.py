@@ -24,6 +24,7 @@ from nightschool.cli._records import trajectories_app
 from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
 from nightschool.cli._strategies import strategies_app
+from nightschool.cli._stream import stream
 from nightschool.privacy import disable_telemetry
 
 app = typer.Typer(
@@ -58,6 +59,7 @@ app.add_typer(strategies_app, name="strategies")
 app.add_typer(prompts_app, name="prompts")
 app.add_typer(learn_app, name="learn")
 eval_app.command("learning-curve")(learning_curve)
+eval_app.command("stream")(stream)
 app.add_typer(eval_app, name="eval")
 
 

@@ -79,7 +79,9 @@ class ExtractionOutcome:
 
     Attributes:
         status: `skipped` (first-try win, nothing to learn), `unparseable`,
-            `rejected` (guard or verification said no), `written` or `reinforced`.
+            `rejected` (guard or verification said no), `written` or
+            `reinforced`; `proposed` from `LessonExtractor.propose` alone (a
+            guarded candidate, neither verified nor written).
         reason: one readable sentence.
         lesson_id: the playbook lesson written or reinforced, if any.
         candidate: the parsed candidate, if any.
@@ -174,19 +176,19 @@ class LessonExtractor:
             domains=", ".join(DOMAINS),
         )
 
-    def extract(
-        self, challenge: Challenge, result: SolveResult, *, session_id: str = ""
-    ) -> ExtractionOutcome:
-        """Run the whole pipeline for one finished cycle.
+    def propose(self, challenge: Challenge, result: SolveResult) -> ExtractionOutcome:
+        """Ask for a lesson about `result` and guard it; verify nothing, write nothing.
+
+        Returns:
+            `proposed` with the candidate when it passed the generalization
+            guard; `skipped` (the cycle ended on an infrastructure error),
+            `unparseable`, or `rejected` (the guard, with the candidate) otherwise.
 
         Raises:
-            InfrastructureError: the model or sandbox failed during extraction or
-                verification (nothing is written).
+            InfrastructureError: the model failed.
         """
         if result.infrastructure_error is not None:
             return ExtractionOutcome("skipped", "the cycle ended on an infrastructure error")
-        if result.passed and result.attempts == 1:
-            return ExtractionOutcome("skipped", "first-try win: nothing to learn")
         reply = self.model.complete(
             [{"role": "user", "content": self.extraction_prompt(challenge, result)}],
             temperature=0.2,
@@ -207,6 +209,23 @@ class LessonExtractor:
             return ExtractionOutcome(
                 "rejected", f"generalization guard: {problem}", None, candidate
             )
+        return ExtractionOutcome("proposed", "passed the generalization guard", None, candidate)
+
+    def extract(
+        self, challenge: Challenge, result: SolveResult, *, session_id: str = ""
+    ) -> ExtractionOutcome:
+        """Run the whole pipeline for one finished cycle.
+
+        Raises:
+            InfrastructureError: the model or sandbox failed during extraction or
+                verification (nothing is written).
+        """
+        if result.passed and result.attempts == 1:
+            return ExtractionOutcome("skipped", "first-try win: nothing to learn")
+        proposed = self.propose(challenge, result)
+        candidate = proposed.candidate
+        if proposed.status != "proposed" or candidate is None:
+            return proposed
         provisional = Lesson(
             id=f"candidate-{new_id()[:8]}",
             trigger=candidate.trigger,

@@ -18,8 +18,16 @@ DOMAINS: tuple[str, ...] = (
 )
 """The lesson taxonomy (PRIOR-ART.md); a lesson's domains are a non-empty subset."""
 
-SOURCES: tuple[str, ...] = ("reflection", "selfplay", "user_correction", "manual", "chat")
-"""Where a lesson or skill can come from (`chat`: a passing live chat turn)."""
+SOURCES: tuple[str, ...] = (
+    "reflection",
+    "selfplay",
+    "user_correction",
+    "manual",
+    "chat",
+    "stream",
+)
+"""Where a lesson or skill can come from (`chat`: a passing live chat turn; `stream`:
+the memory arm of `eval stream`, kept in that run's own database)."""
 
 FORMAT_VERSION = 2
 """Version of the JSON records written by `SkillMemory.export`.

@@ -1,0 +1,171 @@
+"""Streams of a benchmark nobody here wrote: memory vs no memory, side by side, with a replay check.
+
+Reads one or more `nightschool eval stream` run directories (or runs/resumes one
+first with --run) and prints, per run: tasks answered, pass@1 of the no-memory
+and memory arms on the whole stream and on each half, wins/losses, the promotion
+gate's paired verdict (exact McNemar: every task is a different problem, so the
+pairs are independent), tokens the memory added per task, model calls and wall
+time per arm, what the memory arm learned, and the **replay check**: for every
+task where skills were shown, each shown skill's code (renamed to the task's
+function) run against the task's hidden tests. A win a replayed skill also
+achieves is recall of a near-identical problem, not transfer.
+
+Targets (issue "Transfer, measured honestly"): MBPP (>= 200 tasks, fixed order)
+and HumanEval-164 on the default model, both arms paired through the gate.
+
+Usage:
+    .venv/bin/python bench/bench_stream.py --run --suite mbpp --limit 200 --out bench/results/stream-mbpp-order0-n200
+    .venv/bin/python bench/bench_stream.py bench/results/stream-mbpp-order0-n200 [more run dirs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from nightschool.config import Settings
+from nightschool.evals._humaneval import run_program
+from nightschool.evals.stream import (
+    StreamRun,
+    StreamSettings,
+    StreamTask,
+    hidden_program,
+    load_suite,
+    report,
+)
+from nightschool.memory import SkillMemory
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+
+SCRIPT = Path(sys.executable).with_name("nightschool")
+
+
+def _open(directory: Path) -> StreamRun:
+    meta = json.loads((directory / "meta.json").read_text())
+    fields = {k: v for k, v in meta.items() if k != "format_version"}
+    fields["task_ids"] = tuple(fields["task_ids"])
+    return StreamRun(directory, StreamSettings(**fields))
+
+
+def _renamed(code: str, entry_point: str) -> str:
+    """The skill's code with its (last) top-level function renamed to `entry_point`."""
+    names = re.findall(r"^def\s+(\w+)\s*\(", code, re.MULTILINE)
+    if not names:
+        return code
+    return re.sub(rf"\b{re.escape(names[-1])}\b", entry_point, code)
+
+
+def replay_check(run: StreamRun, tasks: dict[str, StreamTask], sandbox: Sandbox) -> dict[str, int]:
+    """Shown skills replayed as answers: tasks with a skill shown, replayable ones, replayable wins."""
+    counts = {"tasks_shown_skills": 0, "replayable": 0, "wins": 0, "wins_replayable": 0}
+    base = {r.task_id: r for r in run.rows if r.arm == "no_memory"}
+    with Store.open(run.database) as store:
+        memory = SkillMemory(store)
+        for row in run.rows:
+            if row.arm != "memory":
+                continue
+            win = row.passed and row.task_id in base and not base[row.task_id].passed
+            counts["wins"] += win
+            if not row.skills_shown:
+                continue
+            counts["tasks_shown_skills"] += 1
+            task = tasks[row.task_id]
+            replayed = False
+            for skill_id in row.skills_shown:
+                skill = memory.get(skill_id)
+                code = skill.code_example if skill else ""
+                if (
+                    code
+                    and run_program(
+                        sandbox, hidden_program(task, _renamed(code, task.entry_point))
+                    ).passed
+                ):
+                    replayed = True
+                    break
+            counts["replayable"] += replayed
+            counts["wins_replayable"] += win and replayed
+    return counts
+
+
+def show(directory: Path, sandbox: Sandbox) -> None:
+    run = _open(directory)
+    settings = run.settings
+    tasks = {
+        t.task_id: t
+        for t in load_suite(settings.suite, data=None, cache_dir=Settings().home_dir() / "datasets")
+    }
+    print(f"\n== {directory}: {settings.suite}, order seed {settings.order_seed}, {settings.model}, "
+          f"{len(run.rows) // 2}/{len(settings.task_ids)} tasks answered by both arms")  # fmt: skip
+    print(
+        f"{'slice':<12} {'n':>4} {'no-memory':>14} {'memory':>14} {'lift':>7} {'W/L':>7} {'+tok':>5}  gate"
+    )
+    for part in report(run.rows):
+        b, m = part.arms["no_memory"], part.arms["memory"]
+        v = part.verdict
+        p = "" if v.p_value is None else f" p={v.p_value:.3g}"
+        print(
+            f"{part.name:<12} {b.total:>4} {b.passed:>4} ({b.pass_at_1:6.1%}) {m.passed:>4} ({m.pass_at_1:6.1%}) "
+            f"{(m.pass_at_1 - b.pass_at_1) * 100:+6.1f} {part.wins:>3}/{part.losses:<3} {m.added_tokens:>5.0f}  "
+            f"{'PROMOTE' if v.promote else 'no'} ({v.test}{p})"
+        )
+    for arm in ("no_memory", "memory"):
+        mine = [r for r in run.rows if r.arm == arm]
+        calls = sum(r.model_calls for r in mine)
+        wall = sum(r.duration_s for r in mine)
+        extra = ""
+        if arm == "memory":
+            learned: dict[str, int] = {}
+            for r in mine:
+                learned[r.learned or "-"] = learned.get(r.learned or "-", 0) + 1
+            shown = sum(bool(r.lessons_shown or r.skills_shown) for r in mine)
+            extra = f"; shown something on {shown}; reused {sum(r.reused for r in mine)}; learned {learned}"
+        print(f"{arm:<10} model calls {calls}, wall {wall / 60:.1f} min{extra}")
+    print("replay check:", replay_check(run, tasks, sandbox))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="*", type=Path, help="stream run directories")
+    parser.add_argument("--run", action="store_true", help="run (or resume) one stream first")
+    parser.add_argument("--suite", default="mbpp")
+    parser.add_argument("--order-seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--model", default=None)
+    args = parser.parse_args()
+    runs = list(args.runs)
+    if args.run:
+        out = args.out or Path(f"stream-{args.suite}-order{args.order_seed}")
+        command = [
+            str(SCRIPT),
+            "eval",
+            "stream",
+            "--suite",
+            args.suite,
+            "--order-seed",
+            str(args.order_seed),
+            "--out",
+            str(out),
+        ]
+        command += ["--limit", str(args.limit)] if args.limit else []
+        command += ["--model", args.model] if args.model else []
+        command += ["--resume"] if (out / "meta.json").exists() else []
+        print("$", " ".join(command), flush=True)
+        done = subprocess.run(command, check=False)
+        if done.returncode not in (0, 130):
+            return done.returncode
+        runs.append(out)
+    if not runs:
+        parser.error("give run directories, or --run")
+    sandbox = Sandbox()
+    for directory in runs:
+        show(directory, sandbox)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

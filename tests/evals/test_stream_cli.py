@@ -1,0 +1,126 @@
+"""`nightschool eval stream` as a user runs it: the console script, the real sandbox."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nightschool.evals._humaneval import load_problems
+
+SCRIPT = Path(sys.executable).with_name("nightschool")
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+REFERENCE = {p.task_id: p for p in load_problems()}
+
+
+def nightschool(*args: str, home: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def _reference_reply(messages: list[dict[str, Any]]) -> str:
+    """The canonical HumanEval solution of the task in the request (a stub model that knows)."""
+    text = messages[-1]["content"]
+    if "TRIGGER" in text:
+        return "TRIGGER: x\nCORRECT PATTERN: y\nDOMAINS: python_general\nCONFIDENCE: 0.5\n"
+    for problem in REFERENCE.values():
+        if problem.prompt.strip() in text:
+            return f"```python\n{problem.prompt}{problem.canonical_solution}```"
+    return "I cannot."
+
+
+def test_help_and_misuse() -> None:
+    home = Path("unused")
+    shown = nightschool("eval", "stream", "--help", home=home)
+    assert shown.returncode == 0 and "--order-seed" in shown.stdout and "--resume" in shown.stdout
+    bad = nightschool("eval", "stream", "--suite", "nope", home=home)
+    assert bad.returncode == 2 and "unknown stream suite" in bad.stderr
+
+
+@needs_bwrap
+def test_stream_writes_table_csv_png_and_resumes(
+    tmp_path: Path, openai_stub: Callable[..., Any]
+) -> None:
+    home, out = tmp_path / "home", tmp_path / "run"
+    args = ["eval", "stream", "--suite", "humaneval", "--limit", "3", "--out", str(out)]
+    with openai_stub(_reference_reply) as url:
+        first = nightschool(*args, "--base-url", url, home=home)
+        assert first.returncode == 0, first.stderr
+        assert "no-memory" in first.stdout and "memory" in first.stdout and "gate" in first.stdout
+        rows = list(csv.DictReader((out / "stream.csv").open()))
+        assert len(rows) == 6 and {r["arm"] for r in rows} == {"no_memory", "memory"}
+        assert all(r["passed"] == "1" for r in rows)  # reference answers pass every hidden test
+        assert (out / "stream.png").stat().st_size > 1000
+        summary = json.loads((out / "report.json").read_text())
+        assert summary["slices"][0]["arms"]["memory"]["passed"] == 3
+        again = nightschool(*args, "--base-url", url, home=home)
+        assert again.returncode == 2 and "--resume" in again.stderr
+        resumed = nightschool(*args, "--base-url", url, "--resume", home=home)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "0 answers to go" in resumed.stderr
+        other = nightschool(*args[:-2], "--out", str(out), "--order-seed", "5", "--resume",
+                            "--base-url", url, home=home)  # fmt: skip
+        assert other.returncode == 2 and "other settings" in other.stderr
+
+
+@needs_bwrap
+def test_ctrl_c_keeps_finished_answers_and_resume_finishes(
+    tmp_path: Path, openai_stub: Callable[..., Any], interrupt: Callable[..., str]
+) -> None:
+    home, out = tmp_path / "home", tmp_path / "run"
+    args = ["eval", "stream", "--suite", "humaneval", "--limit", "4", "--out", str(out)]
+    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    with openai_stub(_reference_reply, delay_s=0.4) as url:
+        proc = subprocess.Popen(
+            [str(SCRIPT), *args, "--base-url", url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            rows = out / "rows.jsonl"
+            while time.monotonic() < deadline:
+                if rows.exists() and len(rows.read_text().splitlines()) >= 2:
+                    break
+                time.sleep(0.1)
+            stderr = interrupt(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, stderr
+        assert "--resume" in stderr
+        kept = rows.read_text().splitlines()
+        assert 2 <= len(kept) < 8
+        resumed = nightschool(*args, "--base-url", url, "--resume", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    final = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert len(final) == 8 and len({(r["task_id"], r["arm"]) for r in final}) == 8
+
+
+@pytest.mark.e2e
+@needs_bwrap
+def test_e2e_stream_on_the_embedded_model(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    home, out = tmp_path / "home", tmp_path / "run"
+    done = nightschool(
+        "eval", "stream", "--suite", "humaneval", "--limit", "2", "--out", str(out), home=home
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all(r["tokens"] > 0 for r in rows)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["model"] == "smollm2-135m" and meta["task_ids"] == [r["task_id"] for r in rows[::2]]
+    assert (out / "stream.png").exists() and (out / "memory.db").exists()
