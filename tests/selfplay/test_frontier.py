@@ -173,8 +173,25 @@ def test_pick_seed_cold_start_then_exploration_when_all_saturated(store: Store) 
     assert pick.mode == "exploration" and set(pick.saturated) == set(tracker.clusters)
 
 
+def test_cold_start_spreads_over_every_cluster_before_returning_to_a_failure(
+    store: Store,
+) -> None:
+    tracker = FrontierTracker(store)  # the default exploration roll
+    rng = random.Random(0)
+    seen = []
+    for _ in range(len(tracker.clusters)):
+        pick = tracker.pick_seed(rng)
+        assert pick.mode == "cold_start" and pick.cluster not in seen
+        seen.append(pick.cluster)
+        record(tracker, pick.cluster, passed=False, attempts=3)  # every one fails
+    assert sorted(seen) == sorted(tracker.clusters)
+    assert tracker.pick_seed(rng).mode in ("brittle", "exploration")
+
+
 def test_exploration_roll_is_uniformish(store: Store) -> None:
     tracker = FrontierTracker(store, exploration_probability=1.0)
+    for cluster in tracker.clusters:
+        record(tracker, cluster, passed=True, attempts=2)
     record(tracker, "sql", passed=False, attempts=3)
     picks = Counter(tracker.pick_seed(random.Random(i)).cluster for i in range(700))
     assert len(picks) == len(tracker.clusters)

@@ -360,6 +360,66 @@ def _dream_run(
             f"{playbook.count(kind='skill')} skill(s)"
             + (f" · {generated} cycle(s) on mined or generated challenges" if generated else "")
         )
+        for line in kept_summary(results):
+            console.print(line, highlight=False)
+
+
+def kept_summary(results: list[Any]) -> list[str]:
+    """What a dream run kept, what it threw away and why, and what that changes for the agent.
+
+    Args:
+        results: the run's `CycleResult`s.
+
+    Returns:
+        Lines for the console: one per kept lesson or skill, one counting what
+        was not kept (by reason), and one `what it changed` sentence.
+    """
+    lines: list[str] = []
+    lessons = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
+    skills = [
+        c.skill
+        for c in results
+        if c.skill and c.skill.status in ("written", "reinforced") and c.skill.skill_id
+    ]
+    for outcome in lessons:
+        trigger = outcome.candidate.trigger if outcome.candidate else ""
+        c = outcome.comparison or {}
+        k = c.get("k")
+        evidence = (
+            f" ({c.get('passes_with')}/{k} with it vs {c.get('passes_without')}/{k} without)"
+            if c
+            else ""
+        )
+        lines.append(f"kept: lesson {outcome.lesson_id}, verified{evidence}: {trigger[:80]}")
+    for skill in skills:
+        state = "verified" if skill.verified else "not verified"
+        lines.append(f"kept: skill {skill.skill_id} ({skill.status}, {state})")
+    dropped: dict[str, int] = {}
+    for c in results:
+        if c.lesson and c.lesson.status in ("rejected", "unparseable"):
+            why = c.lesson.reason.split(":")[0] if c.lesson.status == "rejected" else "unparseable"
+            dropped[f"lesson: {why}"] = dropped.get(f"lesson: {why}", 0) + 1
+        if c.skill and c.skill.status == "rejected":
+            dropped["skill: rejected"] = dropped.get("skill: rejected", 0) + 1
+    if dropped:
+        lines.append("not kept: " + ", ".join(f"{n} {why}" for why, n in sorted(dropped.items())))
+    verified_skills = sum(s.verified for s in skills)
+    if not lessons and not skills:
+        lines.append("what it changed: nothing; the agent answers every request as before.")
+    else:
+        parts = []
+        if lessons:
+            parts.append(f"{len(lessons)} verified lesson(s) are shown on similar requests")
+        if skills:
+            parts.append(
+                f"{len(skills)} skill(s) ({verified_skills} verified) are shown as worked "
+                "examples when the same task comes again (in dream: its own template only)"
+            )
+        lines.append(
+            "what it changed: " + "; ".join(parts) + ". Whether that helps on new tasks is "
+            "measured by `nightschool eval stream`, not by this run."
+        )
+    return lines
 
 
 def status() -> None:

@@ -351,11 +351,14 @@ class FrontierTracker:
     def pick_seed(self, rng: random.Random) -> SeedPick:
         """Choose the cluster for the next cycle.
 
-        Order: with `exploration_probability`, a uniform pick among unsaturated
-        clusters; else brittle clusters weighted by brittleness; else a
-        never-run cluster; else the least-run unmastered cluster; when every
-        cluster is saturated, a uniform pick over all of them (mode
-        `exploration`, saturated list attached).
+        Order: a never-run cluster while there is one (cold start: the first
+        cycles of a new agent spread over every cluster instead of returning
+        to the first one that failed, as three `bash` starters in a row did
+        for a newcomer's first `nightschool dream`); with
+        `exploration_probability`, a uniform pick among unsaturated clusters;
+        else brittle clusters weighted by brittleness; else the least-run
+        unmastered cluster; when every cluster is saturated, a uniform pick
+        over all of them (mode `exploration`, saturated list attached).
         """
         states = self.states()
         saturated = tuple(s.cluster for s in states if s.saturated)
@@ -364,6 +367,12 @@ class FrontierTracker:
             choice = rng.choice(states)
             return SeedPick(
                 choice.cluster, choice.tier, "exploration", "every cluster is saturated", saturated
+            )
+        untried = [s for s in open_states if s.runs == 0]
+        if untried:
+            choice = rng.choice(untried)
+            return SeedPick(
+                choice.cluster, choice.tier, "cold_start", "never practised yet", saturated
             )
         if rng.random() < self.exploration_probability:
             choice = rng.choice(open_states)
@@ -379,12 +388,6 @@ class FrontierTracker:
                 "brittle",
                 f"brittleness {choice.brittleness} over the last {BRITTLE_WINDOW} runs",
                 saturated,
-            )
-        untried = [s for s in open_states if s.runs == 0]
-        if untried:
-            choice = rng.choice(untried)
-            return SeedPick(
-                choice.cluster, choice.tier, "cold_start", "never practised yet", saturated
             )
         pool = [s for s in open_states if not s.mastered] or open_states
         fewest = min(s.runs for s in pool)
