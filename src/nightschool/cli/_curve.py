@@ -222,7 +222,8 @@ def learning_curve(
         for verdict in curve.verdicts:
             console.print(
                 f"checkpoint {verdict['checkpoint']} · {verdict['arm']} · set "
-                f"({verdict['set']}) vs start: {verdict['summary']}",
+                f"({verdict['set']}, {verdict['measures']}) vs start, one pair per template: "
+                f"{verdict['summary']}",
                 highlight=False,
             )
         for name, path in written.items():

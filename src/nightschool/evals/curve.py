@@ -3,7 +3,8 @@
 Two held-out sets, built before any practice and disjoint by construction and
 by check:
 
-- **(a) new seeds**: fresh renderings (seeds from `HELDOUT_SEED_BASE` up, which
+- **(a) new seeds** (*recall*, never the headline: a new seed of a template is
+  the same function with new data): fresh renderings (seeds from `HELDOUT_SEED_BASE` up, which
   neither the dream nor verification ever renders) of the templates the dream
   practises, every cluster × tier asked for;
 - **(b) unseen templates**: leave-some-out per cluster — one template of every
@@ -14,8 +15,10 @@ Each item is solved once (pass@1: one attempt, the solver's seeded sampling),
 recorded as an `eval` trajectory (never reflected on, never a lesson or skill).
 Arms on the same items: `none` (empty memory), `lessons`, `skills`, `both`
 (what `recall` shows the solver for that arm). The start is the `none` arm
-before any dreaming; each checkpoint's `both` arm is paired with it item by
-item through the promotion gate (exact McNemar on pass/fail pairs), per set.
+before any dreaming; each checkpoint's `both` arm is paired with it template by
+template through the promotion gate, per set (`_curve_gate.clustered_verdict`:
+items of one template are one piece of evidence; the item-level McNemar figure
+is kept beside it, labelled).
 The ablation adds `lessons` and `skills` arms (and pairs each with the start);
 `none` is not re-measured because it does not depend on what was learned.
 
@@ -39,8 +42,9 @@ from typing import Any, Literal
 
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.errors import UserError
+from nightschool.evals._curve_gate import SET_LABELS, clustered_verdict, item_verdict
 from nightschool.evals._model import pass_at_1
-from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.evolution import Verdict
 from nightschool.learning.skills import Recall, recall
 from nightschool.memory import SkillMemory
 from nightschool.parallel import Backend, LocalResources, Resources
@@ -314,20 +318,8 @@ def item_row(
 
 
 def paired_verdict(start: Measurement, later: Measurement, set_name: str) -> Verdict:
-    """Gate `later` against `start` item by item on one set (superiority, alpha 5%)."""
-    before = {r.task_id: r for r in start.results if r.set_name == set_name}
-    pairs = [
-        PairedResult(
-            task_id=r.task_id,
-            incumbent_score=float(before[r.task_id].passed),
-            candidate_score=float(r.passed),
-            incumbent_cost=before[r.task_id].tokens,
-            candidate_cost=r.tokens,
-        )
-        for r in later.results
-        if r.set_name == set_name and r.task_id in before
-    ]
-    return promotion_gate(pairs, GateConfig())
+    """Gate `later` against `start` on one set, one pair per template (`clustered_verdict`)."""
+    return clustered_verdict(start.results, later.results, set_name)
 
 
 @dataclass
@@ -351,18 +343,25 @@ class Curve:
             return
         for set_name in ("a", "b"):
             verdict = paired_verdict(self.start, measurement, set_name)
+            items = item_verdict(self.start.results, measurement.results, set_name)
             self.verdicts.append(
                 {
                     "checkpoint": measurement.checkpoint,
                     "dream_s": round(measurement.dream_s, 1),
                     "arm": measurement.arm,
                     "set": set_name,
+                    "measures": SET_LABELS[set_name],
+                    "unit": "template",
                     "promote": verdict.promote,
                     "test": verdict.test,
                     "n": verdict.n,
                     "lift": round(verdict.lift, 4),
                     "p_value": verdict.p_value,
                     "summary": verdict.summary(),
+                    "items_n": items.n,
+                    "items_p_value": items.p_value,
+                    "items_summary": "not the verdict (items of one template are not "
+                    "independent): " + items.summary(),
                 }
             )
 
@@ -453,7 +452,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     styles = {"a": "-", "b": "--"}
-    labels = {"a": "(a) new seeds", "b": "(b) unseen templates"}
+    labels = {"a": "(a) recall: new seeds", "b": "(b) held out: unseen templates"}
     for set_name in ("a", "b"):
         for arm in ARMS:
             mine = [
