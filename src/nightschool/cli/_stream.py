@@ -124,6 +124,22 @@ def stream(
             help="Turn failed public tests into lessons (one more model call each).",
         ),
     ] = True,
+    learn: Annotated[
+        bool,
+        typer.Option(
+            "--learn/--no-learn",
+            help="Let the memory arm learn from the stream (--no-learn: it only uses the "
+            "memory it starts with, see --memory-from-home).",
+        ),
+    ] = True,
+    memory_from_home: Annotated[
+        bool,
+        typer.Option(
+            "--memory-from-home",
+            help="Start the memory arm from a copy of your database's playbook (dream, then "
+            "stream: what your dreams taught, measured on tasks nobody here wrote).",
+        ),
+    ] = False,
     data: Annotated[
         Path | None,
         typer.Option(
@@ -164,7 +180,17 @@ def stream(
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
-        _run(settings, suite, order_seed, limit, directory, lessons, data)
+        source = None
+        if memory_from_home:
+            if settings.database_url:
+                raise UserError("--memory-from-home copies a SQLite home database, not Postgres")
+            source = settings.database_path()
+            if not source.exists() and not (directory / "memory.db").exists():
+                raise UserError(
+                    f"no database at {source} to start the memory from",
+                    hint="run `nightschool dream` first",
+                )
+        _run(settings, suite, order_seed, limit, directory, lessons, data, learn, source)
 
 
 def _run(
@@ -175,6 +201,8 @@ def _run(
     directory: Path,
     lessons: bool,
     data: Path | None,
+    learn: bool = True,
+    memory_source: Path | None = None,
 ) -> None:
     from nightschool.evals.stream import (
         ARMS,
@@ -184,6 +212,7 @@ def _run(
         load_suite,
         ordered,
         run_stream,
+        start_memory_from,
     )
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.memory import SkillMemory
@@ -201,8 +230,12 @@ def _run(
         task_ids=tuple(task.task_id for task in tasks),
         model=chat_model.name,
         learn_lessons=lessons,
+        learn=learn,
+        memory_from=str(memory_source) if memory_source else "",
     )
     run = StreamRun(directory, config)
+    if memory_source is not None:
+        start_memory_from(run, memory_source)
     store = Store.open(run.database)
     try:
         memory = SkillMemory(store)

@@ -36,6 +36,7 @@ from nightschool.evals.stream._run import (
     StreamSettings,
     answer,
     run_stream,
+    start_memory_from,
 )
 from nightschool.evals.stream._tasks import (
     StreamTask,
@@ -72,6 +73,7 @@ __all__ = [
     "report",
     "run_stream",
     "split_public",
+    "start_memory_from",
     "validator_source",
     "write_csv",
 ]

@@ -27,7 +27,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
@@ -65,6 +65,10 @@ class StreamSettings:
         lessons_k: lessons shown at most per task (memory arm).
         skills_k: skills shown at most per task (memory arm).
         learn_lessons: whether failed public tests are turned into lessons.
+        learn: whether the memory arm learns from the stream at all (off: it
+            only uses the memory it started with, e.g. a dream's playbook).
+        memory_from: where the memory arm's starting memory came from: "" (empty),
+            or the database it was copied from (`start_memory_from`).
     """
 
     suite: str
@@ -74,6 +78,8 @@ class StreamSettings:
     lessons_k: int = 3
     skills_k: int = 2
     learn_lessons: bool = True
+    learn: bool = True
+    memory_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,11 @@ class StreamRun:
                 theirs = json.loads(meta.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise UserError(f"{meta} is unreadable ({exc})") from exc
+            # a key an older run did not write holds its default
+            defaults = {
+                f.name: f.default for f in fields(StreamSettings) if f.default is not MISSING
+            }
+            theirs = {**{k: v for k, v in defaults.items() if k not in theirs}, **theirs}
             if theirs != mine:
                 diff = sorted(k for k in mine if theirs.get(k) != mine.get(k))
                 raise UserError(
@@ -189,6 +200,33 @@ class StreamRun:
             handle.write(json.dumps(asdict(row), sort_keys=True) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def start_memory_from(run: StreamRun, source: Path) -> None:
+    """Start the memory arm from a copy of the SQLite database at `source` (dream, then stream).
+
+    The copy is taken with SQLite's online backup (consistent while another
+    process writes), once: a run that already has its database keeps it.
+
+    Raises:
+        UserError: `source` is missing or not a SQLite database.
+    """
+    if run.database.exists():
+        return
+    if not source.is_file():
+        raise UserError(f"no database at {source} to start the memory from")
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as origin:
+            target = sqlite3.connect(run.database)
+            try:
+                origin.backup(target)
+            finally:
+                target.close()
+    except sqlite3.DatabaseError as exc:
+        run.database.unlink(missing_ok=True)
+        raise UserError(f"{source} is not a readable SQLite database ({exc})") from exc
 
 
 @dataclass
@@ -311,7 +349,7 @@ def answer(
     added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
     added += sum(approx_tokens(section) for section in shown.skill_sections)
     learned, learned_id, note, calls = "", "", "", result.model_calls
-    if arm == "memory":
+    if arm == "memory" and settings.learn:
         learned, learned_id, note, extra = _learn(
             ctx, settings, task, result, done.code, done.trajectory_id
         )
@@ -425,4 +463,5 @@ __all__ = [
     "StreamSettings",
     "answer",
     "run_stream",
+    "start_memory_from",
 ]
