@@ -5,7 +5,9 @@ model unless --model says otherwise, the real sandbox and database), then prints
 side by side: pass@1 of held-out set (a) new seeds of practised templates and (b)
 templates never practised, at the start and at every checkpoint; the lift in
 points against the start with the promotion gate's verdict; and the ablation at
-the last checkpoint (nothing / lessons only / skills only / both).
+the last checkpoint (nothing / lessons only / skills only / both / placebo / equal
+compute). Set (a) is recall (new seeds of practised templates); set (b) is the
+held-out figure, and each verdict pairs templates, not items.
 
 Targets (issue "Learning that shows"): after at most 2 hours of dreaming, (a) up
 at least +10 points and promoted by the gate; (b) not significantly lower.
@@ -101,7 +103,7 @@ def main() -> int:
     print("\nablation at the last checkpoint (pass@1; lift in points over nothing learned):")
     for set_name in ("a", "b"):
         cells = [f"nothing {start[set_name]:.3f}"]
-        for arm in ("lessons", "skills", "both"):
+        for arm in ("lessons", "skills", "both", "placebo", "equal_compute"):
             if (arm, set_name) in final:
                 value = final[(arm, set_name)]
                 cells.append(f"{arm} {value:.3f} ({(value - start[set_name]) * 100:+.1f})")

@@ -239,7 +239,21 @@ def test_learning_curve_measures_gates_and_writes_files(
         minutes_per_checkpoint=None,
     )
     arms = [(m.checkpoint, m.arm) for m in curve.measurements]
-    assert arms == [(0, "none"), (1, "both"), (1, "lessons"), (1, "skills")]
+    assert arms == [
+        (0, "none"), (1, "both"), (1, "lessons"), (1, "skills"), (1, "placebo"),
+        (1, "equal_compute"),
+    ]  # fmt: skip
+    both_shown = {r.task_id: r.shown for r in curve.measurements[1].results}
+    placebo = curve.measurements[4]
+    assert all(r.shown <= both_shown[r.task_id] for r in placebo.results)
+    for row in placebo.results:  # a placebo never shows anything of the item's own cluster
+        trajectory = store.get_trajectory(row.trajectory_id)
+        assert trajectory is not None
+        for skill_id in trajectory.extra.get("skills_shown", []):
+            skill = memory.get(str(skill_id))
+            assert skill is not None and skill.template.split(".")[0] != row.cluster
+    equal = curve.measurements[5]
+    assert not any(r.reused for r in equal.results)  # more attempts: never the start's solve
     start_a, _ = curve.start.pass_rate("a")
     assert start_a == 0  # nothing learned: the double fails every held-out item
     both = curve.measurements[1]

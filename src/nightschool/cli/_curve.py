@@ -59,7 +59,11 @@ def learning_curve(
     ] = 2,
     ablation: Annotated[
         str,
-        typer.Option(help="Measure the lessons-only and skills-only arms: final | all | none."),
+        typer.Option(
+            help="Measure the lessons-only and skills-only arms: final | all | none; unless "
+            "none, also the placebo (unrelated items shown) and equal-compute (the dream's "
+            "calls as test-time attempts) arms at the last checkpoint."
+        ),
     ] = "final",
     verify_k: Annotated[
         int,

@@ -73,7 +73,7 @@ def measure_parallel(
         InfrastructureError: the model, sandbox or a worker failed (items
             before it are stored, the rest cancelled).
     """
-    from nightschool.evals.curve import Measurement, as_eval, item_row, shown_for
+    from nightschool.evals.curve import Measurement, as_eval, item_row, reusable, shown_for
 
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
@@ -82,7 +82,7 @@ def measure_parallel(
     plan = [(item, shown_for(memory, heldout, item, arm)) for item in items]
 
     def reused(item: HeldOutItem, shown: Recall) -> bool:
-        return item.task_id in before and not (shown.lessons or shown.skills)
+        return item.task_id in before and reusable(arm, shown)
 
     def jobs() -> Iterator[SolveJob]:
         for item, shown in plan:

@@ -42,7 +42,13 @@ from typing import Any, Literal
 
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.errors import UserError
+from nightschool.evals._curve_arms import (
+    dream_model_calls,
+    equal_compute_attempts,
+    placebo_recall,
+)
 from nightschool.evals._curve_gate import SET_LABELS, clustered_verdict, item_verdict
+from nightschool.evals._curve_plot import plot
 from nightschool.evals._model import pass_at_1
 from nightschool.evolution import Verdict
 from nightschool.learning.skills import Recall, recall
@@ -57,9 +63,11 @@ HELDOUT_SEED_BASE = 1_000_000_000
 """Held-out renderings use seeds from here up (the dream renders below 1,000,000;
 verification from 500,000,000 to 600,000,000)."""
 
-Arm = Literal["none", "lessons", "skills", "both"]
-ARMS: tuple[Arm, ...] = ("none", "lessons", "skills", "both")
-"""Ablation arms: what `recall` may show the solver."""
+Arm = Literal["none", "lessons", "skills", "both", "placebo", "equal_compute"]
+ARMS: tuple[Arm, ...] = ("none", "lessons", "skills", "both", "placebo", "equal_compute")
+"""Arms: what `recall` may show the solver; `placebo` and `equal_compute` are the
+control arms of `_curve_arms` (unrelated items shown; the dream's compute spent at
+test time instead)."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +258,7 @@ def measure(
     before = {r.task_id: r for r in start.results} if start is not None else {}
     for index, item in enumerate(items, start=1):
         shown = shown_for(memory, heldout, item, arm)
-        if item.task_id in before and not (shown.lessons or shown.skills):
+        if item.task_id in before and reusable(arm, shown):
             row = dataclasses.replace(before[item.task_id], reused=True)
             out.results.append(row)
             if on_item is not None:
@@ -277,15 +285,26 @@ def measure(
 def shown_for(memory: SkillMemory | None, heldout: HeldOut, item: HeldOutItem, arm: Arm) -> Recall:
     """What `recall` shows `item` under `arm`: 3 lessons and 2 skills where the arm allows them.
 
-    Nothing for `none`; never a skill of one of the unseen templates (set b).
+    Nothing for `none` and `equal_compute`; never a skill of one of the unseen
+    templates (set b); for `placebo`, as many unrelated entries as `both`
+    shows (`_curve_arms.placebo_recall`).
     """
+    if arm == "placebo":
+        both = shown_for(memory, heldout, item, "both")
+        c = item.challenge
+        return placebo_recall(memory, both, c.cluster, c.template, item.task_id)
     return recall(
-        memory if arm != "none" else None,
+        memory if arm not in ("none", "equal_compute") else None,
         item.challenge,
         lessons_k=3 if arm in ("lessons", "both") else 0,
         skills_k=2 if arm in ("skills", "both") else 0,
         exclude_templates=heldout.unseen_templates,
     )
+
+
+def reusable(arm: Arm, shown: Recall) -> bool:
+    """Whether an item's start result stands for `arm`: nothing shown, one attempt."""
+    return arm != "equal_compute" and not (shown.lessons or shown.skills)
 
 
 def as_eval(trajectory: Trajectory, checkpoint: int, arm: Arm, set_name: str) -> Trajectory:
@@ -437,55 +456,6 @@ class Curve:
         return written
 
 
-def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
-    """Plot pass@1 (Wilson 95% bars) against dream minutes, one line per set and arm.
-
-    Returns:
-        `path`, or None when matplotlib is not installed.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    styles = {"a": "-", "b": "--"}
-    labels = {"a": "(a) recall: new seeds", "b": "(b) held out: unseen templates"}
-    for set_name in ("a", "b"):
-        for arm in ARMS:
-            mine = [
-                r
-                for r in rows
-                if r["set"] == set_name and (r["arm"] == arm or r["checkpoint"] == 0)
-            ]
-            mine = [r for r in mine if r["arm"] == arm or (r["checkpoint"] == 0 and arm == "both")]
-            if arm == "none" or len(mine) < 1:
-                continue
-            xs = [r["dream_minutes"] for r in mine]
-            ys = [r["pass_at_1"] for r in mine]
-            err = [
-                [r["pass_at_1"] - r["ci_low"] for r in mine],
-                [r["ci_high"] - r["pass_at_1"] for r in mine],
-            ]
-            marker = {"both": "o", "lessons": "s", "skills": "^"}[arm]
-            ax.errorbar(
-                xs, ys, yerr=err, linestyle=styles[set_name] if arm == "both" else "none",
-                marker=marker, capsize=3, label=f"{labels[set_name]} · {arm}",
-            )  # fmt: skip
-    ax.set_xlabel("dream time (minutes)")
-    ax.set_ylabel("held-out pass@1")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    ax.set_title("nightschool learning curve")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
 def practised_hashes(store: Store) -> list[str]:
     """Challenge hashes of every self-play or verification trajectory in `store`."""
     rows = store.query(
@@ -526,7 +496,9 @@ def run_curve(
         cycles_per_checkpoint: dream cycles per chunk; or
         minutes_per_checkpoint: dream minutes per chunk (whole cycles).
         ablation: measure `lessons` and `skills` arms at the last checkpoint
-            (`final`), at every checkpoint (`all`) or never (`none`).
+            (`final`), at every checkpoint (`all`) or never (`none`); unless
+            `none`, the `placebo` and `equal_compute` control arms at the last
+            checkpoint (`_curve_arms`).
         session_id: recorded on eval trajectories.
         on_measure: called with a line when a phase starts.
         on_item: called after each held-out item (index from 1, total, result).
@@ -577,11 +549,22 @@ def run_curve(
         arms: list[Arm] = ["both"]
         if ablation == "all" or (ablation == "final" and checkpoint == checkpoints):
             arms += ["lessons", "skills"]
+        if ablation != "none" and checkpoint == checkpoints:
+            arms += ["placebo", "equal_compute"]
         for arm in arms:
+            solver = eval_solver
+            if arm == "equal_compute":
+                k = equal_compute_attempts(dream_model_calls(store), len(heldout.items))
+                solver = Solver(
+                    eval_solver.model,
+                    eval_solver.sandbox,
+                    eval_solver.config.model_copy(update={"max_attempts": k}),
+                )
+                notify(f"checkpoint {checkpoint}: equal compute is {k} attempt(s) per item")
             notify(f"checkpoint {checkpoint}: measuring arm {arm}")
             curve.add(
                 measure(
-                    eval_solver, store, memory, heldout, arm,
+                    solver, store, memory, heldout, arm,
                     checkpoint=checkpoint, dream_s=dream_s, cycles=len(curve.cycles),
                     session_id=session_id, on_item=on_item, start=curve.start,
                     backend=backend, resources=resources,
