@@ -3,14 +3,23 @@
 `ChatPipeline.handle(messages, session_id=...)` answers one chat turn with a
 tool-using agent in a per-session sandboxed workspace (native tool calls
 when the model supports them, a fenced JSON protocol otherwise), shows it
-playbook lessons and worked examples (skills), checks the turn (outcome
+playbook lessons and worked examples (skills), rewrites a reply whose code
+uses the agent's own tool names (`find_tool_leaks`), checks the turn (outcome
 heuristics, verifier), records a redacted trajectory, and learns in real time when the user
 corrects the previous answer. Importing this package loads no model and starts no thread.
 """
 
+from nightschool.agent._leak import (
+    LEAK_NOTE,
+    LeakSite,
+    find_tool_leaks,
+    leak_sites,
+    mentioned_names,
+)
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
     NATIVE_SYSTEM_PROMPT,
+    PROGRAMS_NOTE,
     SYSTEM_PROMPT,
     ParsedToolCall,
     ToolBlob,
@@ -49,7 +58,9 @@ from nightschool.agent.verifier import (
 
 __all__ = [
     "CORRECTION_CACHE_SIZE",
+    "LEAK_NOTE",
     "NATIVE_SYSTEM_PROMPT",
+    "PROGRAMS_NOTE",
     "REFUTE_CONFIDENCE",
     "SYSTEM_PROMPT",
     "TOOL_SCHEMAS",
@@ -60,6 +71,7 @@ __all__ = [
     "BackgroundResult",
     "ChatPipeline",
     "CorrectionEvent",
+    "LeakSite",
     "ParsedToolCall",
     "PathRefusedError",
     "SessionWorkspace",
@@ -75,6 +87,9 @@ __all__ = [
     "build_verifier_prompt",
     "conversation_window",
     "detect_blob",
+    "find_tool_leaks",
+    "leak_sites",
+    "mentioned_names",
     "parse_tool_call",
     "parse_verdict",
     "reply_fingerprint",

@@ -32,6 +32,10 @@ class AgentConfig:
             (newest kept). With the tool rounds this keeps a turn inside the
             embedded model's 4k-token context.
         verifier_max_tokens: completion cap of the verifier call, tokens.
+        repair_tool_leaks: when the final reply's code defines, imports or
+            calls one of the agent's tool names, make one more model call to
+            rewrite it (`agent._leak`); False only finds and records the leak
+            (`extra["tool_leak"]`) and keeps the reply.
     """
 
     max_steps: int = 6
@@ -46,6 +50,7 @@ class AgentConfig:
     max_tool_output_chars: int = 2000
     history_chars: int = 6000
     verifier_max_tokens: int = 120
+    repair_tool_leaks: bool = True
 
     def __post_init__(self) -> None:
         checks = {

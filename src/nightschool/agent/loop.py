@@ -65,6 +65,7 @@ __all__ = [
     "NATIVE_PRACTICE_USES",
     "NATIVE_SYSTEM_PROMPT",
     "NATIVE_TOOL_USES",
+    "PROGRAMS_NOTE",
     "REPEAT_NOTE",
     "SYSTEM_PROMPT",
     "ParsedToolCall",
@@ -99,7 +100,7 @@ Tools (name, JSON arguments, what it does):
 When you can answer, reply to the user in plain text, without a tool block. \
 Follow the user's instructions about the form of the answer."""
 """Fenced-protocol system prompt template (`{tools}`: one line per tool). Kept short
-for small models."""
+for small models; `build_system_prompt` appends `PROGRAMS_NOTE`."""
 
 NATIVE_SYSTEM_PROMPT = """You are a helpful assistant. Your tools work in a private \
 workspace directory: call one only when you need to run code, run a command or look \
@@ -110,7 +111,18 @@ the answer itself, not a tool call; put code in a fenced block. Follow the user'
 instructions about the form of the answer."""
 """Native-protocol system prompt template (`{names}`: the tool names). The tools'
 schemas travel in the request; a chat template such as Qwen2.5's appends them to
-this prompt."""
+this prompt. `build_system_prompt` appends `PROGRAMS_NOTE`."""
+
+PROGRAMS_NOTE = (
+    "The tools are only for you to call here; they do not exist inside programs. A program "
+    "you write for the user must be self-contained: standard library only, unless the user "
+    "asks otherwise."
+)
+"""Ends both tool prompts (`build_system_prompt`). Why (issue "Transfer, measured
+honestly", part 3): asked for whole programs through `nightschool serve` at default
+settings, the agent wrote its tool names into 19 of 32 programs (`def run_python(code)`,
+`from tools import read_file`). The note's own effect is not measured yet
+(`bench/bench_tool_leak.py`); the reply is also checked and repaired (`agent._leak`)."""
 
 DIRECT_SYSTEM_PROMPT = """You are a helpful assistant. Answer the user directly in \
 one reply; you cannot run anything, so put code in a fenced block. Follow the \
@@ -236,10 +248,10 @@ def build_system_prompt(
         prompt = NATIVE_SYSTEM_PROMPT.format(names=", ".join(tools))
         if "self_play" in tools:
             prompt = prompt.replace(NATIVE_TOOL_USES, NATIVE_PRACTICE_USES)
-        parts = [prompt]
+        parts = [f"{prompt} {PROGRAMS_NOTE}"]
     else:
         listed = "\n".join(f"- {name} {spec}" for name, spec in tools.items())
-        parts = [SYSTEM_PROMPT.format(tools=listed)]
+        parts = [f"{SYSTEM_PROMPT.format(tools=listed)} {PROGRAMS_NOTE}"]
     for section in (playbook, worked_examples):
         if section.strip():
             parts.append(section.strip())

@@ -21,7 +21,9 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    (one model call, no tools) or `full`: the agent loop with sandboxed tools in
    the session's workspace: native tool calls when the model `supports_tools`,
    the fenced text protocol otherwise (`extra["tool_protocol"]`); tool-call
-   blobs are never the answer (`extra["blob_replies"]`).
+   blobs are never the answer (`extra["blob_replies"]`). A final reply whose
+   code uses the agent's tool names is rewritten once (`agent._leak`,
+   `extra["tool_leak"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
    ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
 5. Record: the redacted trajectory, lesson and skill exposures and outcome
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nightschool.agent._background import BackgroundReflections
+from nightschool.agent._leak import repair_tool_leak
 from nightschool.agent._shown import retrieve_shown
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
@@ -262,8 +265,9 @@ class ChatPipeline:
             tools={} if direct else tool_specs(practice=self.practice is not None),
         )
 
-        conversation: list[Message] = [Message(role="system", content=system_prompt)]
-        conversation += conversation_window(messages, self.config.history_chars)
+        window = conversation_window(messages, self.config.history_chars)
+        conversation = [Message(role="system", content=system_prompt), *window]
+        leak: dict[str, Any] | None = None
         try:
             workspace = self._workspace(session_id)
         except SandboxFaultError as fault:
@@ -279,6 +283,15 @@ class ChatPipeline:
                 max_tool_output_chars=cfg.max_tool_output_chars,
                 protocol=protocol,
                 offer_tools=not direct,
+            )
+            leak = repair_tool_leak(
+                self.model,
+                run,
+                window,
+                client_system=client_system,
+                repair=cfg.repair_tool_leaks,
+                temperature=temperature,
+                max_tokens=max_tokens,
             )
         timings["model"], timings["tools"] = run.model_s, run.tools_s
         trajectory = self._assemble(
@@ -303,6 +316,8 @@ class ChatPipeline:
         }
         if correction is not None:
             extra["corrected_trajectory_id"] = correction.trajectory_id
+        if leak is not None:
+            extra["tool_leak"] = leak
 
         if run.infrastructure_error is not None:
             exc = run.infrastructure_error
