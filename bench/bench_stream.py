@@ -3,8 +3,9 @@
 Reads one or more `nightschool eval stream` run directories (or runs/resumes one
 first with --run) and prints, per run: tasks answered, pass@1 of the no-memory
 and memory arms on the whole stream and on each half, wins/losses, the promotion
-gate's paired verdict (exact McNemar: every task is a different problem, so the
-pairs are independent), tokens the memory added per task, model calls and wall
+gate's paired verdicts (exact McNemar: every task is a different problem, so the
+pairs are independent) of the memory arm against no memory and against the
+placebo (as much unrelated memory shown), tokens the memory added per task, model calls and wall
 time per arm, what the memory arm learned, and the **replay check**: for every
 task where skills were shown, each shown skill's code (renamed to the task's
 function) run against the task's hidden tests. A win a replayed skill also
@@ -37,6 +38,7 @@ from nightschool.evals.stream import (
     load_suite,
     report,
 )
+from nightschool.evolution import Verdict
 from nightschool.memory import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
@@ -91,6 +93,13 @@ def replay_check(run: StreamRun, tasks: dict[str, StreamTask], sandbox: Sandbox)
     return counts
 
 
+def _gate(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "-"
+    p = "" if verdict.p_value is None else f" p={verdict.p_value:.3g}"
+    return f"{'PROMOTE' if verdict.promote else 'no'} ({verdict.test}{p})"
+
+
 def show(directory: Path, sandbox: Sandbox) -> None:
     run = _open(directory)
     settings = run.settings
@@ -98,21 +107,22 @@ def show(directory: Path, sandbox: Sandbox) -> None:
         t.task_id: t
         for t in load_suite(settings.suite, data=None, cache_dir=Settings().home_dir() / "datasets")
     }
+    both = len({r.task_id for r in run.rows if r.arm == "memory"})
     print(f"\n== {directory}: {settings.suite}, order seed {settings.order_seed}, {settings.model}, "
-          f"{len(run.rows) // 2}/{len(settings.task_ids)} tasks answered by both arms")  # fmt: skip
-    print(
-        f"{'slice':<12} {'n':>4} {'no-memory':>14} {'memory':>14} {'lift':>7} {'W/L':>7} {'+tok':>5}  gate"
-    )
+          f"{both}/{len(settings.task_ids)} tasks answered by the memory arm")  # fmt: skip
+    print(f"{'slice':<12} {'n':>4} {'no-memory':>14} {'placebo':>14} {'memory':>14} {'lift':>6} "
+          f"{'W/L':>7} {'+tok':>5}  gate vs none | vs placebo (W/L)")  # fmt: skip
     for part in report(run.rows):
         b, m = part.arms["no_memory"], part.arms["memory"]
-        v = part.verdict
-        p = "" if v.p_value is None else f" p={v.p_value:.3g}"
+        pl = part.arms.get("placebo")
+        placebo = f"{pl.passed:>4} ({pl.pass_at_1:6.1%})" if pl else f"{'-':>14}"
         print(
-            f"{part.name:<12} {b.total:>4} {b.passed:>4} ({b.pass_at_1:6.1%}) {m.passed:>4} ({m.pass_at_1:6.1%}) "
-            f"{(m.pass_at_1 - b.pass_at_1) * 100:+6.1f} {part.wins:>3}/{part.losses:<3} {m.added_tokens:>5.0f}  "
-            f"{'PROMOTE' if v.promote else 'no'} ({v.test}{p})"
+            f"{part.name:<12} {b.total:>4} {b.passed:>4} ({b.pass_at_1:6.1%}) {placebo} "
+            f"{m.passed:>4} ({m.pass_at_1:6.1%}) {(m.pass_at_1 - b.pass_at_1) * 100:+6.1f} "
+            f"{part.wins:>3}/{part.losses:<3} {m.added_tokens:>5.0f}  {_gate(part.verdict)} | "
+            f"{_gate(part.placebo_verdict)} ({part.placebo_wins}/{part.placebo_losses})"
         )
-    for arm in ("no_memory", "memory"):
+    for arm in ("no_memory", "placebo", "memory"):
         mine = [r for r in run.rows if r.arm == arm]
         calls = sum(r.model_calls for r in mine)
         wall = sum(r.duration_s for r in mine)

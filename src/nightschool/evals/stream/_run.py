@@ -1,4 +1,4 @@
-"""Run a stream: every task in order, a no-memory arm and a memory arm, resumable.
+"""Run a stream: every task in order, a no-memory, a placebo and a memory arm, resumable.
 
 The protocol (DESIGN "stream"): tasks come in a fixed order; each arm answers
 each task once (pass@1, one model call, one program run against the public
@@ -10,8 +10,10 @@ what a user would have seen: an answer that passed the public test becomes a
 skill; one that failed it is turned into a candidate lesson
 (`LessonExtractor.propose`, one more model call) that enters the playbook when
 the generalization guard lets it. The **no-memory arm** is shown nothing and
-learns nothing. Both arms are scored on the hidden tests, which reach only the
-scoring sandbox and the row written here.
+learns nothing. The **placebo arm** (`_placebo`) is shown as many entries as
+the memory arm, none of them related to the task, and learns nothing. Every
+arm is scored on the hidden tests, which reach only the scoring sandbox and
+the row written here.
 
 A run lives in one directory: `meta.json` (suite, order, model, settings),
 `rows.jsonl` (one line per task and arm, appended and fsynced as each
@@ -23,6 +25,7 @@ and is asked again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -33,6 +36,7 @@ from typing import Literal
 
 from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
+from nightschool.evals.stream._placebo import placebo_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.learning.extraction import LessonExtractor
 from nightschool.learning.skills import Recall, learn_skill, recall
@@ -42,9 +46,10 @@ from nightschool.selfplay import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "memory"]
-ARMS: tuple[Arm, ...] = ("no_memory", "memory")
-"""The arms, in the order each task is answered."""
+Arm = Literal["no_memory", "placebo", "memory"]
+ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
+"""The arms, in the order each task is answered (the placebo before the memory arm,
+which then learns from the task: both see the memory as it was)."""
 
 FORMAT_VERSION = 1
 """Version of `meta.json` and of the rows."""
@@ -89,7 +94,7 @@ class StreamRow:
     Attributes:
         position: the task's 0-based place in the stream.
         task_id: the benchmark's id.
-        arm: `no_memory` or `memory`.
+        arm: `no_memory`, `placebo` or `memory`.
         passed: every hidden test passed (the score).
         public_passed: the public test passed (what learning saw).
         hidden_error: the hidden run's last error line ("" on a pass).
@@ -256,6 +261,17 @@ def _answer_code(trajectory: Trajectory) -> str | None:
     return None
 
 
+def _counts(
+    ctx: StreamContext, settings: StreamSettings, task: StreamTask, rows: Sequence[StreamRow]
+) -> tuple[int, int]:
+    """(lessons, skills) the memory arm is (or was, in an earlier session) shown for `task`."""
+    for row in rows:
+        if row.task_id == task.task_id and row.arm == "memory":
+            return len(row.lessons_shown), len(row.skills_shown)
+    shown = _shown(ctx, settings, task)
+    return len(shown.lessons), len(shown.skills)
+
+
 def _shown(ctx: StreamContext, settings: StreamSettings, task: StreamTask) -> Recall:
     challenge = challenge_for(task)
     found = recall(
@@ -319,7 +335,8 @@ def answer(
     arm: Arm,
     *,
     unaided: Answer | None = None,
-) -> tuple[StreamRow, Answer]:
+    rows: Sequence[StreamRow] = (),
+) -> tuple[StreamRow, Answer | None]:
     """One arm's answer to one task: solve, score on the hidden tests, learn (memory arm).
 
     Args:
@@ -333,17 +350,29 @@ def answer(
             the no-memory arm's (same prompt, seed and temperature), so that
             answer is reused (`reused`) instead of asked again, as the
             learning curve reuses the start's result; it still learns from it.
+            The same holds for the placebo arm.
+        rows: the run's rows so far (the placebo arm reads the memory arm's).
 
     Returns:
-        (the row, the scored answer).
+        (the row, the scored answer; None when the placebo arm, shown nothing,
+        took an earlier session's no-memory row).
 
     Raises:
         InfrastructureError: the model or the sandbox failed (nothing is recorded).
     """
     started = time.perf_counter()
-    shown = _shown(ctx, settings, task) if arm == "memory" else Recall()
+    if arm == "memory":
+        shown = _shown(ctx, settings, task)
+    elif arm == "placebo":
+        shown = placebo_recall(ctx.memory, task, position, _counts(ctx, settings, task, rows), rows)
+    else:
+        shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
-    reused = arm == "memory" and nothing_shown and unaided is not None
+    if arm == "placebo" and nothing_shown and unaided is None:
+        earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
+        if earlier:  # an earlier session's no-memory answer: the same request, the same answer
+            return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
+    reused = arm != "no_memory" and nothing_shown and unaided is not None
     done = unaided if reused and unaided is not None else _solve(ctx, task, arm, shown)
     result = done.result
     added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
@@ -445,7 +474,9 @@ def run_stream(
                 continue
             if on_start is not None:
                 on_start(position, task, arm)
-            row, scored = answer(ctx, run.settings, task, position, arm, unaided=unaided)
+            row, scored = answer(
+                ctx, run.settings, task, position, arm, unaided=unaided, rows=run.rows
+            )
             unaided = scored if arm == "no_memory" else unaided
             run.append(row)
             if on_row is not None:

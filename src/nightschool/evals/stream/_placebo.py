@@ -1,0 +1,95 @@
+"""The stream's placebo arm: as much memory shown as the memory arm gets, none of it related.
+
+Showing a small model *anything* (a longer prompt, any typed function to
+imitate) can change its answers. The placebo arm is shown, for each task, as
+many lessons and worked examples as the memory arm is shown, drawn at random
+(seeded by the task id) from what the memory arm had learned *before* this
+task and that retrieval does not rank as related to it (not among the top 10
+of either kind above the playbook's relevance floor). It learns nothing. Only
+what the memory arm gains beyond the placebo is due to what it learned.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from nightschool.evals.stream._tasks import StreamTask, challenge_for
+from nightschool.learning.skills import WORKED_EXAMPLES_TOKENS, Recall
+from nightschool.memory import (
+    KINDS,
+    PLAYBOOK_TOKEN_BUDGET,
+    Kind,
+    Lesson,
+    RetrievedLesson,
+    SkillMemory,
+    fit_to_budget,
+    format_worked_examples,
+)
+
+if TYPE_CHECKING:
+    from nightschool.evals.stream._run import StreamRow
+
+RELATED_K = 10
+"""Entries of each kind retrieval returns for the task that the placebo never shows."""
+
+
+def _shown(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
+    return [
+        RetrievedLesson(lesson=e, score=0.0, bm25_score=0.0, vector_score=0.0, rank=k)
+        for k, e in enumerate(entries, start=1)
+    ]
+
+
+def placebo_recall(
+    memory: SkillMemory,
+    task: StreamTask,
+    position: int,
+    counts: tuple[int, int],
+    rows: Sequence[StreamRow],
+) -> Recall:
+    """Unrelated entries for `task`: `counts` = (lessons, skills) the memory arm is shown.
+
+    Args:
+        memory: the memory arm's playbook.
+        task: the task at hand.
+        position: its place in the stream; entries the memory arm learned at
+            this position or later (`StreamRow.learned_id`) are never drawn,
+            so a resumed run draws from the memory as it was.
+        counts: how many lessons and skills to show (the memory arm's).
+        rows: the run's rows so far.
+
+    Returns:
+        A `Recall` with at most `counts` entries (fewer when fewer unrelated
+        ones exist), cut to the memory arm's token budgets.
+    """
+    n_lessons, n_skills = counts
+    if not n_lessons and not n_skills:
+        return Recall()
+    challenge = challenge_for(task)
+    later = {
+        r.learned_id for r in rows if r.arm == "memory" and r.position >= position and r.learned_id
+    }
+    related = {
+        item.lesson.id
+        for kind in KINDS
+        for item in memory.retrieve(challenge.prompt, k=RELATED_K, kind=kind)
+    }
+    rng = random.Random(f"placebo:{task.task_id}")
+
+    def pool(kind: Kind) -> list[Lesson]:
+        return [
+            e
+            for e in memory.list(kind=kind)
+            if e.id not in later and e.id not in related
+            and e.challenge_hash != challenge.challenge_hash
+        ]  # fmt: skip
+
+    lessons, skills = pool("lesson"), pool("skill")
+    picked_lessons = rng.sample(lessons, min(n_lessons, len(lessons)))
+    picked_skills = rng.sample(skills, min(n_skills, len(skills)))
+    shown_lessons = fit_to_budget(_shown(picked_lessons), PLAYBOOK_TOKEN_BUDGET, kind="lesson")
+    shown_skills = fit_to_budget(_shown(picked_skills), WORKED_EXAMPLES_TOKENS, kind="skill")
+    section = format_worked_examples(shown_skills, token_budget=None) if shown_skills else ""
+    return Recall(shown_lessons, shown_skills, [section] if section else [])
