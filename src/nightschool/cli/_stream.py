@@ -259,6 +259,10 @@ def _run(
     store = Store.open(run.database)
     try:
         memory = SkillMemory(store)
+        with err.status("loading the embedder ..."):
+            # its first use imports onnxruntime; a Ctrl-C inside that import surfaces as
+            # an ImportError, so it happens here, before any answer is in flight
+            memory.embedder.embed(["warm-up"])
         solver = Solver(
             chat_model,
             sandbox,
