@@ -15,9 +15,11 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from nightschool.config import Settings
@@ -32,21 +34,22 @@ err = Console(stderr=True)
 """Progress, warnings and errors go to stderr; results go to stdout."""
 
 
-def progress_bar() -> Progress:
-    """The long-job display on stderr (`dream`, `eval run`).
+def progress_bar(*, eta: bool = False) -> Progress:
+    """The long-job display on stderr (`dream`, `eval run`, `eval stream`).
 
-    Spinner, description, bar, done/total, elapsed; it disappears when the job
-    ends (transient).
+    Spinner, description, bar, done/total, elapsed, and with `eta` the time
+    remaining; it disappears when the job ends (transient).
     """
-    return Progress(
+    columns: list[ProgressColumn] = [
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
+    ]
+    if eta:
+        columns += [TextColumn("eta"), TimeRemainingColumn()]
+    return Progress(*columns, console=err, transient=True)
 
 
 ModelOpt = Annotated[

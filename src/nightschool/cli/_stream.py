@@ -16,15 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from nightschool.cli._common import (
@@ -35,6 +26,7 @@ from nightschool.cli._common import (
     err,
     errors_to_exit_codes,
     preflight,
+    progress_bar,
     settings_from,
 )
 from nightschool.errors import EXIT_CODES, UserError
@@ -278,17 +270,7 @@ def _run(
             f"-> {escape(str(directory))}",
             highlight=False,
         )
-        progress = Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-        )
+        progress = progress_bar(eta=True)
         interrupted = False
         with progress:
             bar = progress.add_task("answering", total=left)
