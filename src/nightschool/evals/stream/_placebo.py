@@ -12,8 +12,7 @@ what the memory arm gains beyond the placebo is due to what it learned.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Sequence
 
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
 from nightschool.learning.skills import WORKED_EXAMPLES_TOKENS, Recall
@@ -27,9 +26,6 @@ from nightschool.memory import (
     fit_to_budget,
     format_worked_examples,
 )
-
-if TYPE_CHECKING:
-    from nightschool.evals.stream._run import StreamRow
 
 RELATED_K = 10
 """Entries of each kind retrieval returns for the task that the placebo never shows."""
@@ -45,20 +41,18 @@ def _shown(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
 def placebo_recall(
     memory: SkillMemory,
     task: StreamTask,
-    position: int,
     counts: tuple[int, int],
-    rows: Sequence[StreamRow],
+    learned_later: Collection[str] = (),
 ) -> Recall:
     """Unrelated entries for `task`: `counts` = (lessons, skills) the memory arm is shown.
 
     Args:
         memory: the memory arm's playbook.
         task: the task at hand.
-        position: its place in the stream; entries the memory arm learned at
-            this position or later (`StreamRow.learned_id`) are never drawn,
-            so a resumed run draws from the memory as it was.
         counts: how many lessons and skills to show (the memory arm's).
-        rows: the run's rows so far.
+        learned_later: ids of entries the memory arm learned at this task's
+            position or later (a resumed run): never drawn, so the placebo
+            draws from the memory as it was.
 
     Returns:
         A `Recall` with at most `counts` entries (fewer when fewer unrelated
@@ -68,9 +62,7 @@ def placebo_recall(
     if not n_lessons and not n_skills:
         return Recall()
     challenge = challenge_for(task)
-    later = {
-        r.learned_id for r in rows if r.arm == "memory" and r.position >= position and r.learned_id
-    }
+    later = set(learned_later)
     related = {
         item.lesson.id
         for kind in KINDS

@@ -364,7 +364,9 @@ def answer(
     if arm == "memory":
         shown = _shown(ctx, settings, task)
     elif arm == "placebo":
-        shown = placebo_recall(ctx.memory, task, position, _counts(ctx, settings, task, rows), rows)
+        later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
+        counts = _counts(ctx, settings, task, rows)
+        shown = placebo_recall(ctx.memory, task, counts, later - {""})
     else:
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
