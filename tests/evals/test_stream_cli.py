@@ -127,3 +127,34 @@ def test_e2e_stream_on_the_embedded_model(tmp_path: Path) -> None:
     meta = json.loads((out / "meta.json").read_text())
     assert meta["model"] == "smollm2-135m" and meta["task_ids"] == [r["task_id"] for r in rows[::3]]
     assert (out / "stream.png").exists() and (out / "memory.db").exists()
+
+
+@needs_bwrap
+def test_sigterm_stops_like_ctrl_c(tmp_path: Path, openai_stub: Callable[..., Any]) -> None:
+    import signal
+
+    home, out = tmp_path / "home", tmp_path / "run"
+    args = ["eval", "stream", "--suite", "humaneval", "--limit", "4", "--out", str(out)]
+    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    with openai_stub(_reference_reply, delay_s=0.4) as url:
+        proc = subprocess.Popen(
+            [str(SCRIPT), *args, "--base-url", url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            rows = out / "rows.jsonl"
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if rows.exists() and len(rows.read_text().splitlines()) >= 2:
+                    break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr and (out / "report.json").exists()

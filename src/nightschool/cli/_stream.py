@@ -2,13 +2,14 @@
 
 Exit codes: 0 the stream is done (whatever the gate says), 2 misuse (bad flag,
 a run directory with other settings, data that fails its checksum), 3 model
-or sandbox unavailable, 4 unusable database, 130 Ctrl-C (every finished row
-is kept; `--resume` goes on from there).
+or sandbox unavailable, 4 unusable database, 130 Ctrl-C or SIGTERM (every
+finished row is kept and the report written; `--resume` goes on from there).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -67,6 +68,11 @@ def _table(slices: list[SliceReport], title: str) -> Table:
             _gate(part.placebo_verdict),
         )
     return table
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    """SIGTERM (a service manager, `kill`) stops the stream as Ctrl-C does: rows kept."""
+    raise KeyboardInterrupt
 
 
 def _plain(verdict: Verdict | None) -> dict[str, object] | None:
@@ -292,10 +298,13 @@ def _run(
                     highlight=False,
                 )
 
+            previous = signal.signal(signal.SIGTERM, _terminate)
             try:
                 run_stream(tasks, run, ctx, on_row=on_row, on_start=on_start)
             except KeyboardInterrupt:
                 interrupted = True
+            finally:
+                signal.signal(signal.SIGTERM, previous)
         slices = _write_outputs(run, title)
         Console(width=max(Console().width, 110)).print(_table(slices, title))
         err.print(
