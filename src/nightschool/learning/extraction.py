@@ -22,7 +22,7 @@ from nightschool.errors import InfrastructureError
 from nightschool.learning.guard import generalization_problem
 from nightschool.learning.verify import PairedVerifier
 from nightschool.llm import ChatModel
-from nightschool.memory import DOMAINS, Lesson, RetrievedLesson, SkillMemory
+from nightschool.memory import DOMAINS, LearnResult, Lesson, RetrievedLesson, SkillMemory
 from nightschool.selfplay.solver import Solver, SolveResult
 from nightschool.trajectory import new_id, utc_now
 
@@ -211,6 +211,42 @@ class LessonExtractor:
             )
         return ExtractionOutcome("proposed", "passed the generalization guard", None, candidate)
 
+    def write(
+        self,
+        candidate: CandidateLesson,
+        *,
+        source: str,
+        source_trajectory_id: str,
+        challenge_hash: str,
+        verified: bool,
+        extra: dict[str, Any] | None = None,
+    ) -> LearnResult:
+        """Write `candidate` to the playbook (`SkillMemory.learn`: redacted, de-duplicated).
+
+        Args:
+            candidate: a guarded candidate (`propose`).
+            source: one of `memory.SOURCES` (`selfplay`, `stream`, ...).
+            source_trajectory_id: the trajectory it was learned from (provenance).
+            challenge_hash: the challenge it was learned on.
+            verified: whether a controlled comparison promoted it.
+            extra: stored with the lesson (the verification record).
+
+        Returns:
+            The playbook's verdict (`written`, `reinforced` or `rejected`).
+        """
+        return self.memory.learn(
+            trigger=candidate.trigger,
+            anti_pattern=candidate.anti_pattern,
+            correct_pattern=candidate.correct_pattern,
+            domains=candidate.domains,
+            source=source,
+            confidence=candidate.confidence,
+            source_trajectory_id=source_trajectory_id,
+            challenge_hash=challenge_hash,
+            verified=verified,
+            extra=extra,
+        )
+
     def extract(
         self, challenge: Challenge, result: SolveResult, *, session_id: str = ""
     ) -> ExtractionOutcome:
@@ -265,13 +301,9 @@ class LessonExtractor:
                 candidate,
                 comparison,
             )
-        learned = self.memory.learn(
-            trigger=candidate.trigger,
-            anti_pattern=candidate.anti_pattern,
-            correct_pattern=candidate.correct_pattern,
-            domains=candidate.domains,
+        learned = self.write(
+            candidate,
             source="selfplay",
-            confidence=candidate.confidence,
             source_trajectory_id=result.trajectory.id,
             challenge_hash=challenge.challenge_hash,
             verified=True,

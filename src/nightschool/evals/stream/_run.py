@@ -243,7 +243,8 @@ class StreamContext:
         sandbox: runs the hidden tests.
         store: the run's own database (trajectories of both arms).
         memory: the memory arm's playbook over `store`.
-        extractor: turns a failed public test into a candidate lesson; None: no lessons.
+        extractor: turns a failed public test into a candidate lesson and writes it
+            to its playbook (the same `memory`); None: no lessons.
     """
 
     solver: Solver
@@ -425,13 +426,9 @@ def _learn(
     candidate = proposed.candidate
     if proposed.status != "proposed" or candidate is None:
         return f"lesson:{proposed.status}", "", proposed.reason, 1
-    lesson = ctx.memory.learn(
-        trigger=candidate.trigger,
-        anti_pattern=candidate.anti_pattern,
-        correct_pattern=candidate.correct_pattern,
-        domains=candidate.domains,
+    lesson = ctx.extractor.write(
+        candidate,
         source="stream",
-        confidence=candidate.confidence,
         source_trajectory_id=trajectory_id,
         challenge_hash=challenge.challenge_hash,
         verified=False,
