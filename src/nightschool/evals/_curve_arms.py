@@ -19,29 +19,14 @@ through the same clustered gate as every other arm.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 
-from nightschool.learning.skills import WORKED_EXAMPLES_TOKENS, Recall
-from nightschool.memory import (
-    PLAYBOOK_TOKEN_BUDGET,
-    Lesson,
-    RetrievedLesson,
-    SkillMemory,
-    fit_to_budget,
-    format_worked_examples,
-)
+from nightschool.learning.skills import Recall, shown_recall, unranked
+from nightschool.memory import SkillMemory
 from nightschool.store import Store
 
 EQUAL_COMPUTE_MAX_ATTEMPTS = 10
 """Ceiling of the equal-compute arm's attempts per item (a 2-hour dream on 28 items
 would otherwise ask for dozens of retries of one task)."""
-
-
-def _as_shown(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
-    return [
-        RetrievedLesson(lesson=e, score=0.0, bm25_score=0.0, vector_score=0.0, rank=k)
-        for k, e in enumerate(entries, start=1)
-    ]
 
 
 def placebo_recall(
@@ -74,10 +59,7 @@ def placebo_recall(
     ]
     picked_lessons = rng.sample(lessons, min(len(both.lessons), len(lessons)))
     picked_skills = rng.sample(skills, min(len(both.skills), len(skills)))
-    shown_lessons = fit_to_budget(_as_shown(picked_lessons), PLAYBOOK_TOKEN_BUDGET, kind="lesson")
-    shown_skills = fit_to_budget(_as_shown(picked_skills), WORKED_EXAMPLES_TOKENS, kind="skill")
-    section = format_worked_examples(shown_skills, token_budget=None) if shown_skills else ""
-    return Recall(shown_lessons, shown_skills, [section] if section else [])
+    return shown_recall(unranked(picked_lessons), unranked(picked_skills))
 
 
 def dream_model_calls(store: Store) -> int:

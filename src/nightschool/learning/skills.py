@@ -27,6 +27,7 @@ from nightschool.learning.guard import task_summary
 from nightschool.memory import (
     PLAYBOOK_TOKEN_BUDGET,
     LearnResult,
+    Lesson,
     RetrievedLesson,
     SkillMemory,
     fit_to_budget,
@@ -36,7 +37,6 @@ from nightschool.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from nightschool.learning.verify import PairedVerifier, Verification
-    from nightschool.memory import Lesson
 
 SKILL_CONFIDENCE = 0.5
 """Starting confidence of a skill: its code passed the validator once, unverified."""
@@ -129,11 +129,34 @@ def recall(
         if same_template:
             skills = [item for item in skills if item.lesson.template == challenge.template]
         skills = skills[:skills_k]
-    # record only what the prompt will show: the sections drop what does not fit
-    lessons = fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET, kind="lesson")
-    shown = fit_to_budget(skills, token_budget, kind="skill")
-    section = format_worked_examples(shown, token_budget=None) if shown else ""
-    return Recall(lessons, shown, [section] if section else [])
+    return shown_recall(lessons, skills, token_budget=token_budget)
+
+
+def shown_recall(
+    lessons: Sequence[RetrievedLesson],
+    skills: Sequence[RetrievedLesson],
+    *,
+    token_budget: int = WORKED_EXAMPLES_TOKENS,
+) -> Recall:
+    """The `Recall` of chosen entries: cut to the sections' budgets, skills rendered.
+
+    Records only what the prompt will show: lessons within
+    `PLAYBOOK_TOKEN_BUDGET`, skills within `token_budget` (tokens), in the
+    order given; the `### WORKED EXAMPLES` section is rendered from the
+    skills kept. `recall` and the placebo arms (learning curve, stream) end here.
+    """
+    kept_lessons = fit_to_budget(list(lessons), PLAYBOOK_TOKEN_BUDGET, kind="lesson")
+    kept_skills = fit_to_budget(list(skills), token_budget, kind="skill")
+    section = format_worked_examples(kept_skills, token_budget=None) if kept_skills else ""
+    return Recall(kept_lessons, kept_skills, [section] if section else [])
+
+
+def unranked(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
+    """`entries` as shown items without a retrieval score (score 0, ranks 1..n in order)."""
+    return [
+        RetrievedLesson(lesson=e, score=0.0, bm25_score=0.0, vector_score=0.0, rank=k)
+        for k, e in enumerate(entries, start=1)
+    ]
 
 
 SAME_PROMPT_SLACK = 3

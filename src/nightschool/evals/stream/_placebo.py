@@ -12,30 +12,14 @@ what the memory arm gains beyond the placebo is due to what it learned.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
-from nightschool.learning.skills import WORKED_EXAMPLES_TOKENS, Recall
-from nightschool.memory import (
-    KINDS,
-    PLAYBOOK_TOKEN_BUDGET,
-    Kind,
-    Lesson,
-    RetrievedLesson,
-    SkillMemory,
-    fit_to_budget,
-    format_worked_examples,
-)
+from nightschool.learning.skills import Recall, shown_recall, unranked
+from nightschool.memory import KINDS, Kind, Lesson, SkillMemory
 
 RELATED_K = 10
 """Entries of each kind retrieval returns for the task that the placebo never shows."""
-
-
-def _shown(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
-    return [
-        RetrievedLesson(lesson=e, score=0.0, bm25_score=0.0, vector_score=0.0, rank=k)
-        for k, e in enumerate(entries, start=1)
-    ]
 
 
 def placebo_recall(
@@ -81,7 +65,4 @@ def placebo_recall(
     lessons, skills = pool("lesson"), pool("skill")
     picked_lessons = rng.sample(lessons, min(n_lessons, len(lessons)))
     picked_skills = rng.sample(skills, min(n_skills, len(skills)))
-    shown_lessons = fit_to_budget(_shown(picked_lessons), PLAYBOOK_TOKEN_BUDGET, kind="lesson")
-    shown_skills = fit_to_budget(_shown(picked_skills), WORKED_EXAMPLES_TOKENS, kind="skill")
-    section = format_worked_examples(shown_skills, token_budget=None) if shown_skills else ""
-    return Recall(shown_lessons, shown_skills, [section] if section else [])
+    return shown_recall(unranked(picked_lessons), unranked(picked_skills))
