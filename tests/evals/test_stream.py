@@ -95,6 +95,7 @@ ANSWERS = {
     "biggest": "def biggest(xs):\n    return 9\n",
     "evens": "def evens(xs):\n    return len(xs)\n",  # fails the public test
     "spread": "def spread(xs):\n    return max(xs) - min(xs)\n",
+    "shout": "def shout(word):\n    return word.upper() + '!'\n",  # the unrelated task
 }
 LESSON = (
     "TRIGGER: counting items of a list that satisfy a condition\n"
@@ -260,7 +261,6 @@ def test_unrelated_task_is_shown_nothing(tmp_path: Path, sandbox: Sandbox) -> No
         entry_point="shout",
         test="def check(candidate):\n    assert candidate('hi') == 'HI!'\n",
     )
-    ANSWERS["shout"] = "def shout(word):\n    return word.upper() + '!'\n"
     tasks = [TASKS[0], odd]
     ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
     try:

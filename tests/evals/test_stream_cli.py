@@ -77,28 +77,36 @@ def test_stream_writes_table_csv_png_and_resumes(
         assert other.returncode == 2 and "other settings" in other.stderr
 
 
+def _started_with_two_rows(
+    args: list[str], url: str, home: Path, out: Path
+) -> tuple[subprocess.Popen[str], Path]:
+    """The stream command started against `url`, once its first two rows are written."""
+    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [str(SCRIPT), *args, "--base-url", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    rows = out / "rows.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if rows.exists() and len(rows.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.1)
+    return proc, rows
+
+
 @needs_bwrap
 def test_ctrl_c_keeps_finished_answers_and_resume_finishes(
     tmp_path: Path, openai_stub: Callable[..., Any], interrupt: Callable[..., str]
 ) -> None:
     home, out = tmp_path / "home", tmp_path / "run"
     args = ["eval", "stream", "--suite", "humaneval", "--limit", "4", "--out", str(out)]
-    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
     with openai_stub(_reference_reply, delay_s=0.4) as url:
-        proc = subprocess.Popen(
-            [str(SCRIPT), *args, "--base-url", url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc, rows = _started_with_two_rows(args, url, home, out)
         try:
-            deadline = time.monotonic() + 120
-            rows = out / "rows.jsonl"
-            while time.monotonic() < deadline:
-                if rows.exists() and len(rows.read_text().splitlines()) >= 2:
-                    break
-                time.sleep(0.1)
             stderr = interrupt(proc)
         finally:
             if proc.poll() is None:
@@ -135,22 +143,9 @@ def test_sigterm_stops_like_ctrl_c(tmp_path: Path, openai_stub: Callable[..., An
 
     home, out = tmp_path / "home", tmp_path / "run"
     args = ["eval", "stream", "--suite", "humaneval", "--limit", "4", "--out", str(out)]
-    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
     with openai_stub(_reference_reply, delay_s=0.4) as url:
-        proc = subprocess.Popen(
-            [str(SCRIPT), *args, "--base-url", url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc, _ = _started_with_two_rows(args, url, home, out)
         try:
-            rows = out / "rows.jsonl"
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if rows.exists() and len(rows.read_text().splitlines()) >= 2:
-                    break
-                time.sleep(0.1)
             proc.send_signal(signal.SIGTERM)
             _, stderr = proc.communicate(timeout=60)
         finally:
