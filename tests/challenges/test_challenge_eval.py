@@ -20,6 +20,8 @@ pytestmark = pytest.mark.skipif(
 
 COMBOS = [(t.name, tier) for t in templates() for tier in TIERS]
 SEED = 2024
+PROGRAM_SEEDS = (SEED, SEED + 1, SEED + 2)
+"""Seeds draw different tasks from a template's family: check several, not one."""
 CHECKER_SOURCE_MARKERS = ("def run_solution", "def check_lines", "DATA = json.loads")
 
 
@@ -43,11 +45,12 @@ def evaluate_both(
     return one.result(), two.result()
 
 
+@pytest.mark.parametrize("seed", PROGRAM_SEEDS)
 @pytest.mark.parametrize(("name", "tier"), COMBOS)
 def test_reference_passes_and_near_miss_fails(
-    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str, tier: str
+    pool: ThreadPoolExecutor, sandbox: Sandbox, name: str, tier: str, seed: int
 ) -> None:
-    challenge = render(name, tier, SEED)
+    challenge = render(name, tier, seed)
     good, bad = evaluate_both(
         pool, sandbox, challenge, challenge.reference_solution, challenge.wrong_solution
     )

@@ -2,7 +2,8 @@
 
 `render(name, tier, seed)` gives a `Challenge` (prompt, setup script,
 validation script, reference solution); `evaluate(sandbox, challenge, source)`
-judges a solution in a fresh sandbox workspace. `ChallengeGenerator` has the
+judges a solution in a fresh sandbox workspace; `cross_seed` checks that
+seeds make different tasks (a seed's reference fails other seeds). `ChallengeGenerator` has the
 model write new program-style challenges behind a stack of quality gates
 (`quality_check`, `preflight`, `validator_self_test`, ...) and
 `ChallengeBank` keeps the accepted ones; `validator_crash` tells a crashing
@@ -19,6 +20,12 @@ from nightschool.challenges._model import CLUSTERS, TIERS, Challenge, Template
 from nightschool.challenges._registry import get_template, render, templates
 from nightschool.challenges._runner import Evaluation, evaluate
 from nightschool.challenges._selftest import SelfTestResult, validator_self_test
+from nightschool.challenges._variety import (
+    MAX_CROSS_SEED_RATE,
+    VARIETY_SEED_BASE,
+    CrossSeed,
+    cross_seed,
+)
 from nightschool.challenges.generated import (
     REJECTION_KINDS,
     ROTATION_MIN_RUNS,
@@ -32,19 +39,23 @@ from nightschool.challenges.generated import (
 
 __all__ = [
     "CLUSTERS",
+    "MAX_CROSS_SEED_RATE",
     "REJECTION_KINDS",
     "ROTATION_MIN_RUNS",
     "TIERS",
+    "VARIETY_SEED_BASE",
     "Challenge",
     "ChallengeBank",
     "ChallengeGenerator",
     "ChallengeSpec",
+    "CrossSeed",
     "Evaluation",
     "GenerationOutcome",
     "GenerationRequest",
     "Rejection",
     "SelfTestResult",
     "Template",
+    "cross_seed",
     "evaluate",
     "get_template",
     "parse_reply",

@@ -132,6 +132,37 @@ def near_miss(level: int, basic_bug: str = "bug") -> set[str]:
     return {basic_bug} if level == 0 else twists(level - 1)
 
 
+def variant(rng: random.Random, *axes: Sequence[str]) -> set[str]:
+    """Draw the seed's task from a template's family: one feature tag from each axis.
+
+    Seeds must make different tasks, not new data for one task (issue "Transfer,
+    measured honestly": at commit 4a3794a a seed's reference passed another
+    seed's validator in 95.7% of pairs). A template lists its axes of variation
+    (what to compute, input shape, output format, edge-case convention), each a
+    sequence of feature tags that `select` and the template's emulation read;
+    two seeds that draw different tags on any axis are different tasks, and the
+    validator of one must reject the other's reference. Call it first in
+    `build`/`build_starter`, before any data is drawn.
+
+    Args:
+        rng: the seed's generator.
+        axes: the template's axes, each a non-empty sequence of tags; tags are
+            unique across axes.
+
+    Returns:
+        The drawn tags, one per axis.
+    """
+    return {rng.choice(list(axis)) for axis in axes}
+
+
+def family_size(*axes: Sequence[str]) -> int:
+    """How many different tasks `variant` can draw from `axes` (the product of their sizes)."""
+    size = 1
+    for axis in axes:
+        size *= len(axis)
+    return size
+
+
 def literal(value: Any) -> str:
     """Return a Python expression that rebuilds the JSON-able `value`."""
     return f"json.loads({json.dumps(value, separators=(',', ':'))!r})"
@@ -368,19 +399,22 @@ def function_parts(
     setup: str = STARTER_SETUP,
     rules: Sequence[str] = (),
     tol: float = 1e-9,
+    features: Iterable[str] = (),
 ) -> Parts:
     """Assemble a function-sized starter challenge.
 
     `source` is annotated solution source (see `select`): the reference keeps
-    the unmarked and `#-bug` lines, the near-miss the `#+bug` ones. The other
-    arguments go to `function_prompt` and `function_validator`.
+    the unmarked and `#-bug` lines, the near-miss the `#+bug` ones; `features`
+    (the seed's `variant` tags) select the lines of the drawn task for both.
+    The other arguments go to `function_prompt` and `function_validator`.
     """
+    chosen = set(features)
     return Parts(
         prompt=function_prompt(func, signature, spec, examples, rules),
         setup_script=setup,
         validation_script=function_validator(func, cases, prelude, tol),
-        reference_solution=select(source, set()),
-        wrong_solution=select(source, {"bug"}),
+        reference_solution=select(source, chosen),
+        wrong_solution=select(source, chosen | {"bug"}),
     )
 
 
