@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nightschool.evolution import GateConfig, PairedResult, SequentialGate, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, SequentialGate, promotion_gate
 
 ALPHA = 0.05
 NS = (6, 10, 20, 40, 100, 200)

@@ -39,7 +39,7 @@ from pathlib import Path
 from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.config import Settings
 from nightschool.evals import EvalRun, InProcessRunner, Task, TaskResult, get_suite, run_eval
-from nightschool.evolution import GateConfig, PairedResult, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.llm import ChatModel, check_model, make_model
 from nightschool.memory import SkillMemory
 from nightschool.sandbox import Sandbox

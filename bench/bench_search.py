@@ -38,7 +38,7 @@ from typing import Any
 from _stores import load_trajectories, store_paths
 from nightschool.config import Settings
 from nightschool.evals.curve import build_heldout
-from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners import PrmConfig, train_prm
 from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
 from nightschool.llm import Completion, make_model

@@ -38,7 +38,7 @@ from nightschool.evals.stream import (
     load_suite,
     report,
 )
-from nightschool.evolution import Verdict
+from nightschool.gate import Verdict
 from nightschool.memory import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store

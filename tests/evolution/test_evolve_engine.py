@@ -18,9 +18,7 @@ from nightschool.errors import EXIT_CODES, InfrastructureError, ModelUnavailable
 from nightschool.evolution import AuthoringFailedError, Evolution, EvolutionConfig, Node, engine
 from nightschool.evolution.archive import CHECKPOINT_NAME, load_checkpoint, select_champion
 from nightschool.evolution.author import AUTHOR_SYSTEM
-from nightschool.evolution.gate import GateConfig, PairedResult
 from nightschool.evolution.report import print_report, report_markdown, write_reports
-from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import (
     HOLDOUT_SEED_BASE,
     TaskSpec,
@@ -28,6 +26,7 @@ from nightschool.evolution.tasks import (
     draw_holdout,
     draw_train,
 )
+from nightschool.gate import GateConfig, PairedResult, SequentialGate
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import Sandbox
 

@@ -35,7 +35,7 @@ from nightschool.errors import EXIT_CODES, UserError
 if TYPE_CHECKING:
     from nightschool.config import Settings
     from nightschool.evals.stream import SliceReport, StreamRow, StreamRun
-    from nightschool.evolution import Verdict
+    from nightschool.gate import Verdict
 
 
 def _gate(verdict: Verdict | None) -> str:

@@ -36,7 +36,7 @@ from nightschool.errors import UserError
 from nightschool.evals._model import EvalRun, PassRate, TaskResult, pass_at_1
 
 if TYPE_CHECKING:
-    from nightschool.evolution import Verdict
+    from nightschool.gate import Verdict
 
 BASELINE_FORMAT = 1
 """Version of the baseline file format written here."""
@@ -289,7 +289,7 @@ def compare(
         BaselineMismatchError: suite or model differ.
         UserError: no task in common, or `tolerance`/`alpha` out of range.
     """
-    from nightschool.evolution import GateConfig, PairedResult, promotion_gate
+    from nightschool.gate import GateConfig, PairedResult, promotion_gate
 
     check_compatible(baseline, run)
     if not 0.0 <= tolerance < 1.0:

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Protocol
 
-from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 
 SET_LABELS: dict[str, str] = {
     "a": "recall: new seeds of practised templates",

@@ -50,7 +50,7 @@ from nightschool.evals._curve_arms import (
 from nightschool.evals._curve_gate import SET_LABELS, clustered_verdict, item_verdict
 from nightschool.evals._curve_plot import plot
 from nightschool.evals._model import pass_at_1
-from nightschool.evolution import Verdict
+from nightschool.gate import Verdict
 from nightschool.learning.skills import Recall, recall
 from nightschool.memory import SkillMemory
 from nightschool.parallel import Backend, LocalResources, Resources

@@ -1,7 +1,7 @@
-"""Strategy evolution: promotion gates, and the loop that searches for better strategies.
+"""Strategy evolution: the loop that searches for better strategies (`nightschool evolve`).
 
-The gates (`promotion_gate`, `SequentialGate`) decide whether a candidate
-replaces the incumbent; `Evolution` runs `nightschool evolve`.
+`Evolution` runs it; whether a candidate replaces the incumbent is the
+promotion gate's verdict (`nightschool.gate`).
 """
 
 from nightschool.evolution.archive import AuthoringFailedError, Node, TaskResult, select_champion
@@ -14,9 +14,7 @@ from nightschool.evolution.contract import (
     lint_strategy,
 )
 from nightschool.evolution.engine import Evolution, EvolutionConfig
-from nightschool.evolution.gate import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.evolution.harness import BudgetExhausted, Harness
-from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import TaskSpec, draw_holdout, draw_train
 
 __all__ = [
@@ -27,19 +25,14 @@ __all__ = [
     "ContractViolation",
     "Evolution",
     "EvolutionConfig",
-    "GateConfig",
     "Harness",
     "Node",
-    "PairedResult",
-    "SequentialGate",
     "StrategyContractError",
     "TaskResult",
     "TaskSpec",
-    "Verdict",
     "check_strategy",
     "draw_holdout",
     "draw_train",
     "lint_strategy",
-    "promotion_gate",
     "select_champion",
 ]

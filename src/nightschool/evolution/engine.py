@@ -64,9 +64,8 @@ from nightschool.evolution.author import (
 from nightschool.evolution.baselines import BASELINES
 from nightschool.evolution.champions import ChampionEntry, start_point
 from nightschool.evolution.games import Game, GameRules, play_game, stable_seed
-from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
-from nightschool.evolution.sequential import SequentialGate
 from nightschool.evolution.tasks import TaskSpec, draw_holdout, draw_train
+from nightschool.gate import GateConfig, PairedResult, SequentialGate, promotion_gate
 from nightschool.llm import ChatModel
 from nightschool.parallel import Backend, LocalBackend, LocalResources, Resources
 from nightschool.sandbox import Sandbox
@@ -110,7 +109,7 @@ class EvolutionConfig(BaseModel):
     author_grammar: bool = False
     """Constrain the author with `AUTHOR_GRAMMAR` (for a small local model)."""
     gate_mode: Literal["superiority", "noninferiority_cheaper"] = "superiority"
-    """Promotion gate mode (see `nightschool.evolution.gate`)."""
+    """Promotion gate mode (see `nightschool.gate`)."""
     gate_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     """One-sided false-promotion rate of the holdout gate."""
     holdout_gate: Literal["fixed", "sequential"] = "fixed"

@@ -44,7 +44,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from nightschool.evolution.archive import write_json_atomic
-from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners._checkpoint import CheckpointError
 from nightschool.learners.prm import NotEnoughDataError
 from nightschool.learners.router import MIN_SAVINGS, save_if_promoted

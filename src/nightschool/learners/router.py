@@ -42,7 +42,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from nightschool.evolution.archive import write_json_atomic
-from nightschool.evolution.gate import GateConfig, PairedResult, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners._checkpoint import CheckpointError
 from nightschool.learners.prm import NotEnoughDataError
 from nightschool.learners.steps import REQUEST_FEATURES, request_features

@@ -33,7 +33,7 @@ from typing import Any
 
 from nightschool.challenges import Challenge, render
 from nightschool.errors import ChallengeFaultError
-from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.learning.skills import prompt_sha
 from nightschool.memory import RetrievedLesson
 from nightschool.selfplay.solver import Solver, SolveResult

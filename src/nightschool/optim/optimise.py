@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nightschool.challenges import CLUSTERS, TIERS, render, templates
 from nightschool.errors import UserError
 from nightschool.evals.curve import HELDOUT_SEED_BASE, HeldOut, build_heldout, check_disjoint
-from nightschool.evolution import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.optim import registry
 from nightschool.optim.adapter import (
     COMPONENT,

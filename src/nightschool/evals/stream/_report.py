@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nightschool.evals.stream._run import ARMS, StreamRow
-from nightschool.evolution.gate import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 
 
 @dataclass(frozen=True)

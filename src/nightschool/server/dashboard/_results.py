@@ -60,7 +60,7 @@ def paired_with(previous: EvalRun, run: EvalRun) -> dict[str, Any] | None:
     Returns:
         The verdict as JSON-ready data, or None when the runs share no task.
     """
-    from nightschool.evolution import PairedResult, promotion_gate
+    from nightschool.gate import PairedResult, promotion_gate
 
     before = {r.task_id: r for r in previous.results}
     pairs = [

@@ -5,8 +5,9 @@ Each function takes the template's seeded `random.Random` and returns the
 templates: a one-pipeline script with its input shown). The template classes
 call them from `build_starter`.
 
-Each prompt's worked example is drawn from the seed (after the hidden cases,
-with `_kit.shown_example`), so every seed's prompt is a different task as the
-solver sees it, while the function, its signature and the reference body stay
-the same for all seeds.
+Each seed first draws its task from the template's family (`_kit.variant`:
+what the function computes, its argument shape, its output convention), so a
+seed's reference fails other seeds' hidden cases (`challenges.cross_seed`);
+the worked example is then drawn from the seed after the hidden cases, with
+`_kit.shown_example`.
 """

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 
-from nightschool.evolution._bounds import BettingProcess
-from nightschool.evolution.gate import GateConfig, PairedResult, Verdict, validate_pairs
+from nightschool.gate._bounds import BettingProcess
+from nightschool.gate.promotion import GateConfig, PairedResult, Verdict, validate_pairs
 
 __all__ = ["SequentialGate"]
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nightschool.evolution import GateConfig, PairedResult, SequentialGate, promotion_gate
-from nightschool.evolution._bounds import BettingProcess, betting_lower_bound, plugin_bets
-from nightschool.evolution._stats import clopper_pearson, median_bounds, sign_test_pvalue
+from nightschool.gate import GateConfig, PairedResult, SequentialGate, promotion_gate
+from nightschool.gate._bounds import BettingProcess, betting_lower_bound, plugin_bets
+from nightschool.gate._stats import clopper_pearson, median_bounds, sign_test_pvalue
 
 ALPHA = 0.05
 

@@ -55,8 +55,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from nightschool.evolution._bounds import betting_lower_bound, max_log_wealth, plugin_bets
-from nightschool.evolution._stats import (
+from nightschool.gate._bounds import betting_lower_bound, max_log_wealth, plugin_bets
+from nightschool.gate._stats import (
     FloatArray,
     clopper_pearson,
     median_bounds,

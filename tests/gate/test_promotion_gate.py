@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from nightschool.evolution import (
+from nightschool.gate import (
     GateConfig,
     PairedResult,
     SequentialGate,
