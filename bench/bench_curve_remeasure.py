@@ -45,7 +45,7 @@ from nightschool.evals.curve import (
 from nightschool.llm import check_model, make_model
 from nightschool.memory import SkillMemory
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import Solver, SolverConfig
+from nightschool.solver import Solver, SolverConfig
 from nightschool.store import Store
 
 

@@ -1,7 +1,7 @@
 """Where a dream cycle's wall time goes: the model, the sandbox, and everything else.
 
 Issue 10's target: non-model overhead at most 5% of a cycle's wall time. Runs
-`--cycles` real dream cycles (`selfplay.practice.open_practice`, the same
+`--cycles` real dream cycles (`practice.open_practice`, the same
 assembly `nightschool dream` uses: curriculum routing, playbook retrieval,
 skill and lesson verification with `--verify-k`, the store) on a throw-away
 database, with the model and the sandbox wrapped in timers (the real objects
@@ -30,8 +30,8 @@ from typing import Any
 from nightschool.config import Settings
 from nightschool.llm import ScriptedModel
 from nightschool.llm.factory import make_model
+from nightschool.practice import open_practice
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.practice import open_practice
 from nightschool.store import Store
 
 WRONG = "```python\nprint('wrong')\n```"

@@ -39,7 +39,7 @@ from nightschool.llm import check_model, make_model
 from nightschool.optim.adapter import SolverPromptAdapter
 from nightschool.optim.optimise import OptimiseConfig, OptimiseResult, optimise_prompt, pick_holdout
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver, SolverConfig
+from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolverConfig
 from nightschool.store import Store
 
 

@@ -8,7 +8,7 @@ Reads every `run_solution` call with code on a `starter`-tier Python trajectory
 (opened read-only), re-renders its challenge from the recorded template, tier
 and seed, and judges the code twice in the real sandbox with the real checker
 (`nightschool.challenges.evaluate`): as recorded, and after
-`nightschool.selfplay._sanitize.strip_test_code`. No model is called, so both
+`nightschool.solver.sanitize.strip_test_code`. No model is called, so both
 arms judge exactly the same programs.
 
 Prints: attempts replayed, how many the stripping changed, passes as recorded,
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from nightschool.challenges import evaluate, render
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay._sanitize import strip_test_code
+from nightschool.solver.sanitize import strip_test_code
 
 
 def attempts(db: Path) -> list[tuple[str, str, int, int, str, bool]]:

@@ -44,7 +44,7 @@ from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
 from nightschool.llm import Completion, make_model
 from nightschool.llm._protocol import Message, ToolSpec
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 
 
 class CachedModel:

@@ -48,7 +48,7 @@ from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
 from nightschool.config import Settings
 from nightschool.llm import ChatModel, Message, ScriptedModel, check_model, make_model
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import Solver, SolverConfig, SolveResult
+from nightschool.solver import Solver, SolverConfig, SolveResult
 
 ARMS: dict[str, dict[str, object]] = {
     "conversation": {"retry_mode": "conversation", "temperature_step": 0.0, "max_resamples": 0},

@@ -15,7 +15,7 @@ sampling (`Settings()`: what `nightschool serve` uses, unless given here):
 
 Each agent request is the first message of its own session (a fresh
 workspace). The program is taken from the reply as the solver takes it
-(`selfplay.solver.extract_code`) and run in the sandbox as `python3 prog.py`
+(`solver.extract_code`) and run in the sandbox as `python3 prog.py`
 with the task's stdin and files; it passes when its stdout, trailing spaces
 and blank edges stripped, equals the expected text. A reply leaks when its
 code (or the extracted program) defines, imports or calls one of the agent's
@@ -57,7 +57,7 @@ from nightschool.config import Settings
 from nightschool.llm import ChatModel, Message, check_model, make_model
 from nightschool.llm.preempt import Foreground
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import extract_code
+from nightschool.solver.core import extract_code
 from nightschool.store import Store
 
 PROGRAM = "prog.py"

@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from rich.console import Console
 
+import nightschool.practice
 from nightschool.agent import TOOL_SCHEMAS, TOOL_SPECS, AgentConfig, ChatPipeline
 from nightschool.agent.loop import NATIVE_PRACTICE_USES, NATIVE_TOOL_USES
 from nightschool.agent.self_play import SESSION_ID, SelfPlayTools
@@ -89,6 +90,7 @@ def make_tools(
             playbook=playbook,
             verify_k=0,
             cooldown_scale=0.01,
+            practice_root=nightschool.practice,
         )
         made.append(tools)
         return tools

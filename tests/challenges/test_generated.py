@@ -30,7 +30,7 @@ from nightschool.errors import ChallengeFaultError, ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import ExecResult, Sandbox
 from nightschool.selfplay.frontier import FrontierTracker
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 

@@ -31,7 +31,7 @@ from nightschool.learning.extraction import LessonExtractor
 from nightschool.llm.scripted import ScriptedModel
 from nightschool.memory import SkillMemory
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import Solver
+from nightschool.solver import Solver
 from nightschool.store import Store
 
 MBPP_TEST = """def check(candidate):

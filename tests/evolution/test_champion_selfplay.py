@@ -16,10 +16,10 @@ from nightschool.errors import ModelUnavailableError
 from nightschool.evolution import champions
 from nightschool.evolution.champion_solver import ChampionSolver
 from nightschool.llm import Message, ScriptedModel
+from nightschool.practice import Practice, open_practice
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay.frontier import FrontierTracker
-from nightschool.selfplay.practice import Practice, open_practice
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver
+from nightschool.solver.core import SYSTEM_PROMPT, Solver
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, Trajectory
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nightschool.selfplay.solver import SYSTEM_PROMPT
+from nightschool.solver.core import SYSTEM_PROMPT
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nightschool.evals import TaskResult
+from nightschool.evals import TaskResult, chat_pairs
 from nightschool.evals._storage import add_result, create_run, finish_run
 from nightschool.learners import CheckpointError, NotEnoughDataError
 from nightschool.learners.chat_router import (
@@ -17,7 +17,6 @@ from nightschool.learners.chat_router import (
     ChatRouter,
     ChatRouterConfig,
     ChatRouterParams,
-    chat_pairs,
     chat_router_path,
     learn_chat_router,
     load_chat_router,
@@ -216,19 +215,19 @@ def test_chat_pairs_and_learn_from_real_eval_runs(store: Store, tmp_path: Path) 
     assert len(pairs) == 24 and all(p.full_passed and p.full_tokens == 400 for p in pairs)
     assert sum(p.direct_passed for p in pairs) == 12
     config = ChatRouterConfig(k=3)
-    report = learn_chat_router(store, tmp_path, Fixed(), config)
+    report = learn_chat_router(chat_pairs(store), tmp_path, Fixed(), config)
     assert report.decisions == {"direct": 12, "full": 12} and report.pass_routed == 1.0
     assert report.savings == pytest.approx(0.375)
     # no lost pass, 37.5% saved, but 24 pairs cannot show non-inferiority: not written
     assert not report.promote and not report.saved
     assert not chat_router_path(tmp_path).exists()
-    forced = learn_chat_router(store, tmp_path, Fixed(), config, force=True)
+    forced = learn_chat_router(chat_pairs(store), tmp_path, Fixed(), config, force=True)
     assert forced.saved and forced.reason == "saved with --force" and forced.version == 1
-    again = learn_chat_router(store, tmp_path, HashingEmbedder(), config, force=True)
+    again = learn_chat_router(chat_pairs(store), tmp_path, HashingEmbedder(), config, force=True)
     assert again.version == 2
     router = ChatRouter.from_home(tmp_path, HashingEmbedder())
     assert router.route("easy T/0").decision == "direct"  # its own request: all neighbours
-    learn_chat_router(store, tmp_path, Fixed(), config, force=True)
+    learn_chat_router(chat_pairs(store), tmp_path, Fixed(), config, force=True)
     router = ChatRouter.from_home(tmp_path, Fixed())
     assert router.route("easy T/0").decision == "direct"
     assert router.route("hard T/1").decision == "full"
@@ -237,4 +236,4 @@ def test_chat_pairs_and_learn_from_real_eval_runs(store: Store, tmp_path: Path) 
 
 def test_learn_without_pairs_needs_more_data(store: Store, tmp_path: Path) -> None:
     with pytest.raises(NotEnoughDataError):
-        learn_chat_router(store, tmp_path, Boom())  # the embedder is never called
+        learn_chat_router(chat_pairs(store), tmp_path, Boom())  # the embedder is never called

@@ -19,9 +19,9 @@ from nightschool.learners.frontier import (
     pick_frontier_seed,
 )
 from nightschool.llm import ScriptedModel
+from nightschool.practice import open_practice
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay.frontier import FrontierTracker
-from nightschool.selfplay.practice import open_practice
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 

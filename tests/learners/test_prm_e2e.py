@@ -17,7 +17,7 @@ from nightschool.challenges import render, templates
 from nightschool.learners import LivePrm, load_checkpoint, prm_path, step_states
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 from nightschool.watchdog.work import NightschoolWork
 

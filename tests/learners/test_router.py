@@ -23,7 +23,7 @@ from nightschool.learners import (
 from nightschool.learners.router import replay
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 

@@ -14,8 +14,8 @@ from nightschool.learners import FEATURE_NAMES, LivePrm, PrmParams
 from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair, parents, uct_select
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay._repair import ROOT
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
+from nightschool.solver.repair import ROOT
 from nightschool.trajectory import ToolCall, Trajectory
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

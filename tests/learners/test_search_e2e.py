@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nightschool.learners import FEATURE_NAMES, PrmParams, prm_path, save_checkpoint
-from nightschool.selfplay._repair import ROOT
+from nightschool.solver.repair import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

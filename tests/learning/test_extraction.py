@@ -20,7 +20,8 @@ from nightschool.learning.verify import VERIFY_SEED_BASE
 from nightschool.llm import Message, ScriptedModel
 from nightschool.memory import HashingEmbedder, SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker, Solver
+from nightschool.selfplay import DreamLoop, FrontierTracker
+from nightschool.solver import Solver
 from nightschool.store import Store
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

@@ -31,8 +31,9 @@ from nightschool.learning.verify import VERIFY_SEED_BASE, PairedVerifier
 from nightschool.llm import Message, ScriptedModel
 from nightschool.memory import SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker, Solver, SolverConfig
+from nightschool.selfplay import DreamLoop, FrontierTracker
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT
+from nightschool.solver import Solver, SolverConfig
 from nightschool.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

@@ -11,7 +11,7 @@ from nightschool.errors import ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.optim.adapter import COMPONENT, ModelReflection, PromptTask, SolverPromptAdapter
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

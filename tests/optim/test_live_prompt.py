@@ -10,9 +10,9 @@ from nightschool.challenges import Challenge
 from nightschool.evolution.champion_solver import ChampionSolver
 from nightschool.llm import Message, ScriptedModel
 from nightschool.optim import LivePromptSolver, registry, with_live_prompt
+from nightschool.practice import open_practice
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.practice import open_practice
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver
+from nightschool.solver.core import SYSTEM_PROMPT, Solver
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 

@@ -26,11 +26,11 @@ from nightschool.optim.optimise import (
     optimise_prompt,
     pick_holdout,
 )
-from nightschool.optim.phase import optimise_prompt_phase
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT
-from nightschool.selfplay.solver import SYSTEM_PROMPT
+from nightschool.solver.core import SYSTEM_PROMPT
 from nightschool.store import Store
+from nightschool.watchdog.prompt_phase import optimise_prompt_phase
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

@@ -22,7 +22,7 @@ from nightschool.config import Settings
 from nightschool.errors import EXIT_CODES
 from nightschool.optim import registry
 from nightschool.optim.optimise import OptimiseConfig
-from nightschool.selfplay.solver import SYSTEM_PROMPT
+from nightschool.solver.core import SYSTEM_PROMPT
 from nightschool.store import Store
 
 runner = CliRunner()

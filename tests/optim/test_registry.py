@@ -9,7 +9,7 @@ import pytest
 
 from nightschool.optim import registry
 from nightschool.optim.registry import PromptError, StalePromptError
-from nightschool.selfplay.solver import SYSTEM_PROMPT
+from nightschool.solver.core import SYSTEM_PROMPT
 from nightschool.store import Store
 
 VERDICT: dict[str, Any] = {

@@ -25,8 +25,9 @@ from nightschool.llm import Message, ScriptedModel
 from nightschool.memory import SkillMemory, default_embedder
 from nightschool.parallel import RayBackend, SettingsResources
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker, Solver, SolverConfig
+from nightschool.selfplay import DreamLoop, FrontierTracker
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT
+from nightschool.solver import Solver, SolverConfig
 from nightschool.store import Store
 
 Stub = Callable[..., Any]

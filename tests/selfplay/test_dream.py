@@ -9,7 +9,8 @@ from nightschool.challenges import Challenge
 from nightschool.errors import ModelUnavailableError, UserError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker, Solver, summarize
+from nightschool.selfplay import DreamLoop, FrontierTracker, summarize
+from nightschool.solver import Solver
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 

@@ -18,8 +18,9 @@ from nightschool.errors import ModelUnavailableError, UserError
 from nightschool.exports import pairwise_pass_fail
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker, Solver
+from nightschool.selfplay import DreamLoop, FrontierTracker
 from nightschool.selfplay.samples import Sampler
+from nightschool.solver import Solver
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 

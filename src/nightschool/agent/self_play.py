@@ -3,13 +3,13 @@
 Issue 10's manual triggers, for a user who asks the agent to practise:
 
 - `self_play` runs one dream cycle inside the turn, on the same curriculum as
-  `nightschool dream` (`selfplay.practice.open_practice`), and reports it. Its
+  `nightschool dream` (`practice.open_practice`), and reports it. Its
   verification is left to idle time (`verify_k=0`): a kept skill stays
   unverified until the idle watchdog's skills phase verifies it, and a
   failure waits for the reflection phase. Verifying inside the turn would
   cost 2 x 6 more solver runs (minutes on the embedded model).
 - `self_play_loop` starts cycles on a background thread once the current turn
-  has ended (`selfplay.practice.run_loop`: consolidation and the adaptive
+  has ended (`practice.run_loop`: consolidation and the adaptive
   cool-off between cycles, verification on). Every model call goes through a
   `PreemptibleModel`, so the next user message (a new `Foreground` turn, in
   any session: the model is one) stops the loop at once, as does
@@ -27,10 +27,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
 from nightschool.errors import InfrastructureError
@@ -124,6 +124,18 @@ class LoopRun:
         }
 
 
+class PracticeRoot(Protocol):
+    """How a practice session is wired: the module `nightschool.practice` satisfies it.
+
+    The CLI passes it in, so the agent never imports the composition root that
+    sits above it (`open_practice(store, model, sandbox, ...)` is a context
+    manager yielding a `Practice`; `run_loop(practice, ...)` runs cycles).
+    """
+
+    open_practice: Callable[..., Any]
+    run_loop: Callable[..., Any]
+
+
 class SelfPlayTools:
     """Runs the self-play tools for a chat pipeline (`nightschool.agent.tools.PracticeTools`).
 
@@ -142,6 +154,8 @@ class SelfPlayTools:
             (`NIGHTSCHOOL_IDLE_SCALE`).
         home: the nightschool home whose learned router the solver may use
             (None: none).
+        practice_root: what opens and runs a practice session
+            (`nightschool.practice`).
     """
 
     def __init__(
@@ -157,7 +171,9 @@ class SelfPlayTools:
         verify_k: int = 6,
         cooldown_scale: float = 1.0,
         home: Path | None = None,
+        practice_root: PracticeRoot,
     ) -> None:
+        self.practice_root = practice_root
         self.store = store
         self.home = home
         self.model = model
@@ -283,9 +299,7 @@ class SelfPlayTools:
     # -- internals --------------------------------------------------------------
 
     def _practice(self, model: ChatModel, *, verify_k: int) -> Any:
-        from nightschool.selfplay.practice import open_practice
-
-        return open_practice(
+        return self.practice_root.open_practice(
             self.store,
             model,
             self.sandbox,
@@ -319,8 +333,6 @@ class SelfPlayTools:
         return self._superseded(run)
 
     def _loop(self, run: LoopRun) -> None:
-        from nightschool.selfplay.practice import run_loop
-
         reason = "finished"
         try:
             while self.foreground.busy and not self._superseded(run):
@@ -341,7 +353,7 @@ class SelfPlayTools:
                     run.cycles.append(describe_cycle(cycle))
                     run.passed += cycle.passed
 
-                run_loop(
+                self.practice_root.run_loop(
                     practice,
                     should_stop=lambda: self._superseded(run),
                     sleep=lambda seconds: self._sleep(run, seconds),

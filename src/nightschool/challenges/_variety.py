@@ -9,7 +9,6 @@ both call it.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,7 +80,7 @@ def cross_seed(
     if len(seeds) < 2:
         raise ValueError(f"cross_seed needs at least two seeds, got {len(seeds)}")
     rendered = [render(template, tier, seed) for seed in seeds]
-    pairs = list(itertools.product(range(len(rendered)), repeat=2))
+    pairs = [(i, j) for i in range(len(rendered)) for j in range(len(rendered))]
 
     def judge(pair: tuple[int, int]) -> bool:
         source, target = pair

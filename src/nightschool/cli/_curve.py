@@ -113,7 +113,8 @@ def learning_curve(
         from nightschool.learning.extraction import LessonExtractor
         from nightschool.learning.verify import PairedVerifier
         from nightschool.memory import SkillMemory
-        from nightschool.selfplay import DreamLoop, Solver, SolverConfig
+        from nightschool.selfplay import DreamLoop
+        from nightschool.solver import Solver, SolverConfig
 
         tier_list = _split(tiers)
         unknown = [t for t in tier_list if t not in TIERS]

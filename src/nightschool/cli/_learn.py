@@ -194,6 +194,7 @@ def learn_chat_router_command(
     2 when there is not enough data.
     """
     with errors_to_exit_codes():
+        from nightschool.evals import chat_pairs
         from nightschool.learners.chat_router import ChatRouterConfig, learn_chat_router
         from nightschool.memory import default_embedder
 
@@ -201,7 +202,7 @@ def learn_chat_router_command(
         report = _train(
             "the chat router",
             lambda store, home: learn_chat_router(
-                store, home, default_embedder(), config, force=force
+                chat_pairs(store), home, default_embedder(), config, force=force
             ),
         )
     if as_json:

@@ -184,7 +184,7 @@ def dream(
     with errors_to_exit_codes():
         from nightschool.learners.frontier import check_picker
         from nightschool.learners.search import check_search
-        from nightschool.selfplay.practice import open_practice
+        from nightschool.practice import open_practice
 
         if backend != "local" and samples < 2:
             raise UserError(
@@ -255,8 +255,8 @@ def _dream_run(
     backend: Any = None,
     resources: Any = None,
 ) -> None:
+    from nightschool.practice import run_loop
     from nightschool.selfplay import summarize
-    from nightschool.selfplay.practice import run_loop
     from nightschool.selfplay.samples import Sampler
 
     dream_loop = practice.loop

@@ -101,6 +101,7 @@ def _agent(
         SandboxUnavailableError, ModelUnavailableError: preflight failed (exit 3).
         UserError: bad model settings.
     """
+    import nightschool.practice
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.agent.self_play import SelfPlayTools
     from nightschool.cli._idle import ForegroundService
@@ -133,6 +134,7 @@ def _agent(
                 max_tokens=settings.max_tokens,
                 cooldown_scale=settings.idle_scale,
                 home=settings.home_dir(),
+                practice_root=nightschool.practice,
             )
         pipeline = ChatPipeline(
             model=chat_model,

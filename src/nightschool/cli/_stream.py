@@ -234,7 +234,7 @@ def _run(
     )
     from nightschool.learning.extraction import LessonExtractor
     from nightschool.memory import SkillMemory
-    from nightschool.selfplay import Solver, SolverConfig
+    from nightschool.solver import Solver, SolverConfig
     from nightschool.store import Store
 
     tasks = ordered(

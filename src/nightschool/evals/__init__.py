@@ -27,6 +27,7 @@ from nightschool.evals._baseline import (
     load_baseline,
     write_baseline,
 )
+from nightschool.evals._chat_pairs import chat_pairs
 from nightschool.evals._harness import DEFAULT_TIMEOUT_S, local_only, run_eval, run_task
 from nightschool.evals._model import (
     AgentReply,
@@ -81,6 +82,7 @@ __all__ = [
     "TaskTimeout",
     "ToolCallView",
     "baseline_document",
+    "chat_pairs",
     "check_compatible",
     "compare",
     "eval_episode",

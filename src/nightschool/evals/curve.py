@@ -55,7 +55,7 @@ from nightschool.learning.skills import Recall, recall
 from nightschool.memory import SkillMemory
 from nightschool.parallel import Backend, LocalResources, Resources
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT, CycleResult, DreamLoop
-from nightschool.selfplay.solver import Solver
+from nightschool.solver.core import Solver
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 

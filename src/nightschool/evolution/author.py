@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from nightschool.errors import InfrastructureError
 from nightschool.evolution.contract import CONTRACT_TEXT, lint_strategy
 from nightschool.llm import ChatModel, Message
-from nightschool.selfplay.solver import extract_code
+from nightschool.solver.core import extract_code
 
 __all__ = [
     "AUTHOR_GRAMMAR",

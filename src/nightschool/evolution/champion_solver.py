@@ -47,9 +47,9 @@ from nightschool.evolution.contract import lint_strategy
 from nightschool.evolution.harness import PASSED, Harness, task_view
 from nightschool.evolution.runner import STEP_TIMEOUT_S, PlayResult, play_strategy
 from nightschool.llm import ChatModel, Completion, Message, ToolSpec
-from nightschool.selfplay._attempts import call_seed, prose
 from nightschool.selfplay.frontier import MAX_ATTEMPTS
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver, SolveResult
+from nightschool.solver.attempts import call_seed, prose
+from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolveResult
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 if TYPE_CHECKING:

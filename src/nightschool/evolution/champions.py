@@ -381,7 +381,7 @@ def chat_strategy(store: Store) -> dict[str, Any]:
     `current_champion_id` records the registry's champion at that moment (None:
     none) so turns can later be compared across champion periods. The
     agent's `self_play` tools do solve through the champion (they practise
-    through `selfplay.practice.open_practice`).
+    through `practice.open_practice`).
     """
     now = current(store)
     return {

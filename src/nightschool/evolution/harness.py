@@ -20,7 +20,7 @@ from typing import Any
 from nightschool.challenges import Challenge, evaluate
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.solver import SYSTEM_PROMPT, extract_code
+from nightschool.solver.core import SYSTEM_PROMPT, extract_code
 
 __all__ = ["PASSED", "BudgetExhausted", "Harness", "HarnessCall", "task_view"]
 

@@ -37,8 +37,8 @@ from typing import Any, NamedTuple
 
 from nightschool.learning.skills import prompt_sha
 from nightschool.redact import redact, redact_text
-from nightschool.selfplay._attempts import language, normalise_code
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT
+from nightschool.solver.attempts import language, normalise_code
 from nightschool.trajectory import Outcome, Trajectory
 
 TASK_KINDS = ("selfplay", "chat", "reflection", "eval", "verification")

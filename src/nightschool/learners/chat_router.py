@@ -19,7 +19,7 @@ similar ones (a tuned kNN router matches learned routers, arXiv 2505.12601).
 `p_direct >= direct_at` and `p_direct + margin >= p_full`; else `full`.
 
 Both outcomes of a request come from two eval runs of the same suite, one
-forced `--route direct` and one `--route full` (`chat_pairs`), so the offline
+forced `--route direct` and one `--route full` (`evals.chat_pairs`), so the offline
 judgment is exact: each held-out request (grouped k-fold cross-validation)
 gets the measured outcome and tokens of the arm the router picks, against
 always-`full`, through the promotion gate in non-inferiority-and-cheaper mode
@@ -48,7 +48,6 @@ from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.learners._checkpoint import CheckpointError
 from nightschool.learners.prm import NotEnoughDataError
 from nightschool.learners.router import MIN_SAVINGS, save_if_promoted
-from nightschool.store import Store
 
 __all__ = [
     "CHAT_ROUTER_SCHEMA",
@@ -59,7 +58,6 @@ __all__ = [
     "ChatRouterConfig",
     "ChatRouterParams",
     "ChatRouterReport",
-    "chat_pairs",
     "chat_router_path",
     "learn_chat_router",
     "load_chat_router",
@@ -267,44 +265,6 @@ class ChatRouter:
             return ChatRoute("full", f"router error: {type(exc).__name__}: {exc}"[:200])
 
 
-def chat_pairs(store: Store) -> list[ChatPair]:
-    """Requests of `store` answered both ways: eval runs forced `--route direct` and `full`.
-
-    For each (suite, task) the newest completed or interrupted run of each
-    route counts; the request is the stored (redacted) trajectory's, else the
-    task id. Results without a trajectory are left out.
-    """
-    from nightschool.evals._storage import list_runs, load_run
-
-    latest: dict[tuple[str, str, str], tuple[bool, float, str | None]] = {}
-    for run in reversed(list_runs(store, limit=10_000)):  # oldest first: newer overwrite
-        route = run.config.get("route")
-        if route not in ROUTES or run.status == "aborted":
-            continue
-        for result in load_run(store, run.id).results:
-            tokens = float(result.tokens_in + result.tokens_out)
-            latest[(run.suite, result.task_id, route)] = (
-                result.passed,
-                tokens,
-                result.trajectory_id,
-            )
-    pairs: list[ChatPair] = []
-    for (suite, task_id, route), (passed, tokens, trajectory_id) in sorted(latest.items()):
-        if route != "direct" or (suite, task_id, "full") not in latest:
-            continue
-        full_passed, full_tokens, full_trajectory = latest[(suite, task_id, "full")]
-        request = ""
-        for tid in (trajectory_id, full_trajectory):
-            if tid and not request:
-                trajectory = store.get_trajectory(tid)
-                request = trajectory.user_request if trajectory is not None else ""
-        if request:
-            pairs.append(
-                ChatPair(f"{suite}/{task_id}", request, passed, tokens, full_passed, full_tokens)
-            )
-    return pairs
-
-
 def _fit(
     pairs: Sequence[ChatPair], vectors: FloatArray, embedder: str, cfg: ChatRouterConfig
 ) -> ChatRouterParams:
@@ -466,17 +426,18 @@ def load_chat_router(path: Path, embedder: str | None = None) -> ChatRouterParam
 
 
 def learn_chat_router(
-    store: Store,
+    pairs: Sequence[ChatPair],
     home: Path,
     embed: Any,
     config: ChatRouterConfig | None = None,
     *,
     force: bool = False,
 ) -> ChatRouterReport:
-    """Train on the store's paired eval runs; save only what the gate promotes.
+    """Train on paired eval runs; save only what the gate promotes.
 
     Args:
-        store: holds the eval runs (`chat_pairs`).
+        pairs: requests answered both ways (`evals.chat_pairs` reads them from the
+            store's forced-route eval runs).
         home: the checkpoint goes to `chat_router_path(home)`.
         embed: an `Embedder` (`name`, `embed(texts)` → unit rows).
         config: settings.
@@ -486,7 +447,6 @@ def learn_chat_router(
         NotEnoughDataError: see `train_chat_router`.
     """
     cfg = config or ChatRouterConfig()
-    pairs = chat_pairs(store)
     _require(pairs, cfg)  # before the embedder loads
     vectors = np.asarray(embed.embed([p.request for p in pairs]), dtype=np.float32)
     params, report = train_chat_router(pairs, vectors, str(embed.name), cfg)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from nightschool.learners._checkpoint import LivePrm, PrmParams
 from nightschool.learners.steps import step_states
-from nightschool.selfplay._repair import ROOT
+from nightschool.solver.repair import ROOT
 from nightschool.trajectory import Trajectory
 
 __all__ = [
@@ -68,7 +68,7 @@ so raw values would leave the search to the exploration term alone."""
 
 
 class PrmRepair:
-    """`selfplay.solver.RepairPolicy` that repairs the failure the PRM values highest.
+    """`solver.RepairPolicy` that repairs the failure the PRM values highest.
 
     Args:
         prm: a `LivePrm` (follows retrains) or fixed `PrmParams`.

@@ -23,7 +23,7 @@ from nightschool.learning.guard import generalization_problem
 from nightschool.learning.verify import PairedVerifier
 from nightschool.llm import ChatModel
 from nightschool.memory import DOMAINS, LearnResult, Lesson, RetrievedLesson, SkillMemory
-from nightschool.selfplay.solver import Solver, SolveResult
+from nightschool.solver.core import Solver, SolveResult
 from nightschool.trajectory import new_id, utc_now
 
 EXTRACTION_PROMPT = """You just practised a coding task. {how}

@@ -36,7 +36,7 @@ from nightschool.errors import ChallengeFaultError
 from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.learning.skills import prompt_sha
 from nightschool.memory import RetrievedLesson
-from nightschool.selfplay.solver import Solver, SolveResult
+from nightschool.solver.core import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 

@@ -7,7 +7,7 @@
   registered only when the promotion gate says it beats the live prompt on a
   held-out set.
 - `live.with_live_prompt`: self-play solves with the live solver prompt.
-- `phase.optimise_prompt_phase`: one optimisation as an idle phase.
+- the idle phase that runs one optimisation is `watchdog.prompt_phase`.
 
 Importing this package does not import `gepa` (`optimise` and `adapter` do).
 """

@@ -34,7 +34,7 @@ from gepa.core.adapter import EvaluationBatch, ProposalFn
 from nightschool.challenges import Challenge
 from nightschool.llm import ChatModel, Message
 from nightschool.optim.registry import MAX_PROMPT_CHARS
-from nightschool.selfplay.solver import Solver
+from nightschool.solver.core import Solver
 
 __all__ = [
     "COMPONENT",

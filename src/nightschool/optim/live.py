@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 from nightschool.challenges import Challenge
 from nightschool.optim.registry import current
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver, SolverConfig, SolveResult
+from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolverConfig, SolveResult
 
 if TYPE_CHECKING:
     from nightschool.llm import ChatModel
     from nightschool.memory import RetrievedLesson, SkillMemory
     from nightschool.sandbox import Sandbox
-    from nightschool.selfplay._repair import BudgetRouter, RepairPolicy
+    from nightschool.solver.repair import BudgetRouter, RepairPolicy
     from nightschool.store import Store
 
 __all__ = ["LivePromptSolver", "with_live_prompt"]

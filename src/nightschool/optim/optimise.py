@@ -59,7 +59,7 @@ from nightschool.optim.adapter import (
     SolverPromptAdapter,
 )
 from nightschool.selfplay.dream import DREAM_SEED_LIMIT
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 
 if TYPE_CHECKING:
     from nightschool.llm import ChatModel

@@ -1,7 +1,7 @@
 """The prompt registry: which prompt each slot uses live, and how it got there.
 
 A **slot** is one prompt nightschool sends to its model: `solver` (the
-self-play solver's system prompt, `nightschool.selfplay.solver.SYSTEM_PROMPT`),
+self-play solver's system prompt, `nightschool.solver.core.SYSTEM_PROMPT`),
 `reflection` (the reflector's system prompt,
 `nightschool.learning.reflection.REFLECTION_SYSTEM_PROMPT`) and `planning`
 (the chat agent's system prompt, `nightschool.agent.loop.SYSTEM_PROMPT`).
@@ -115,7 +115,7 @@ def default_prompt(slot: str) -> str:
     """
     name = check_slot(slot)
     if name == "solver":
-        from nightschool.selfplay.solver import SYSTEM_PROMPT
+        from nightschool.solver.core import SYSTEM_PROMPT
 
         return SYSTEM_PROMPT
     if name == "reflection":

@@ -1,8 +1,10 @@
-"""Self-play: the frontier tracker, the solver and the dream loop."""
+"""Self-play: the frontier tracker, curriculum sources and the dream loop.
+
+The solver itself is `nightschool.solver`; `nightschool.practice` wires a session.
+"""
 
 from nightschool.selfplay.dream import CycleResult, DreamLoop, summarize
 from nightschool.selfplay.frontier import ClusterState, FrontierRun, FrontierTracker, SeedPick
-from nightschool.selfplay.solver import Solver, SolverConfig, SolveResult, extract_code
 
 __all__ = [
     "ClusterState",
@@ -11,9 +13,5 @@ __all__ = [
     "FrontierRun",
     "FrontierTracker",
     "SeedPick",
-    "SolveResult",
-    "Solver",
-    "SolverConfig",
-    "extract_code",
     "summarize",
 ]

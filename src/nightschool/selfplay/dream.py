@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.selfplay.frontier import FrontierTracker, SeedPick
-from nightschool.selfplay.solver import Solver, SolveResult
+from nightschool.solver.core import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import new_id
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from nightschool.challenges import Challenge, render
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.parallel import Backend, LocalResources, Resources, derive_id
-from nightschool.selfplay._attempts import attempt_temperature
 from nightschool.selfplay.dream import CycleResult
-from nightschool.selfplay.solver import Solver
+from nightschool.solver.attempts import attempt_temperature
+from nightschool.solver.core import Solver
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
@@ -92,7 +92,7 @@ class Sampler:
         session_id: recorded on the samples (the dream run's id).
         backend: None solves the samples here, one after the other; a
             `nightschool.parallel` backend solves them as episodes at once
-            (`selfplay.episodes.solve_once`) and they are stored here in sample
+            (`solver.episodes.solve_once`) and they are stored here in sample
             order, under ids derived from (cycle trajectory, sample index).
         resources: the solver's model and sandbox for `backend` (default: the
             solver's own; a remote backend needs `SettingsResources`).
@@ -213,7 +213,7 @@ class Sampler:
         notify: Callable[[str], None],
     ) -> SampleSet:
         """`sample` with the solves on `backend`, stored here in sample order (idempotently)."""
-        from nightschool.selfplay.episodes import SolveJob, solve_once
+        from nightschool.solver.episodes import SolveJob, solve_once
 
         resources = self.resources or LocalResources(self.solver.model, self.solver.sandbox)
 

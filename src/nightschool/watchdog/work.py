@@ -160,7 +160,7 @@ class NightschoolWork:
         )
 
     def _practice(self) -> Any:
-        from nightschool.selfplay.practice import open_practice
+        from nightschool.practice import open_practice
 
         return open_practice(
             self.store,
@@ -175,7 +175,7 @@ class NightschoolWork:
         )
 
     def _dream(self) -> PhaseResult:
-        from nightschool.selfplay.practice import consolidate
+        from nightschool.practice import consolidate
 
         with self._practice() as practice:
             cycles = practice.loop.run(DREAM_PHASE_CYCLES)
@@ -203,7 +203,7 @@ class NightschoolWork:
         from nightschool.challenges import templates
         from nightschool.learning.skills import verify_skill
         from nightschool.learning.verify import PairedVerifier
-        from nightschool.selfplay.solver import Solver, SolverConfig
+        from nightschool.solver.core import Solver, SolverConfig
 
         bank = {t.name for t in templates()}
         waiting = [
@@ -285,6 +285,7 @@ class NightschoolWork:
     def _retrain_chat_router(self, record: dict[str, Any]) -> str:
         """`nightschool learn chat-router` (new pairs come only from eval runs the user ran)."""
         from nightschool.errors import UserError
+        from nightschool.evals import chat_pairs
         from nightschool.learners.chat_router import learn_chat_router
 
         assert self.home is not None
@@ -294,7 +295,7 @@ class NightschoolWork:
                 from nightschool.memory import default_embedder
 
                 embedder = default_embedder()
-            chat = learn_chat_router(self.store, self.home, embedder)
+            chat = learn_chat_router(chat_pairs(self.store), self.home, embedder)
         except UserError as exc:  # not enough pairs, or no embedding model
             return f"chat router: {exc.message}"
         record["chat_router"] = {
@@ -312,7 +313,7 @@ class NightschoolWork:
 
     def _prompts(self) -> PhaseResult:
         """One GEPA run on the solver prompt, registered only if the gate promotes it."""
-        from nightschool.optim.phase import optimise_prompt_phase
+        from nightschool.watchdog.prompt_phase import optimise_prompt_phase
 
         return optimise_prompt_phase(
             self.store,
@@ -333,7 +334,7 @@ class NightschoolWork:
         return PhaseResult("ok", entry.text[:160], {"diary_id": entry.id})
 
     def _selfplay(self) -> PhaseResult:
-        from nightschool.selfplay.practice import next_cooldown
+        from nightschool.practice import next_cooldown
 
         with self._practice() as practice:
             cycle = practice.loop.run_cycle()

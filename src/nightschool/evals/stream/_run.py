@@ -42,7 +42,7 @@ from nightschool.learning.extraction import LessonExtractor
 from nightschool.learning.skills import Recall, learn_skill, recall
 from nightschool.memory import SkillMemory, approx_tokens, format_playbook
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import Solver, SolveResult
+from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 

@@ -9,8 +9,8 @@ from nightschool.challenges import Challenge, render, templates
 from nightschool.errors import ModelUnavailableError
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay._attempts import normalise_code, read_reply
-from nightschool.selfplay.solver import Solver, SolverConfig, extract_code
+from nightschool.solver.attempts import normalise_code, read_reply
+from nightschool.solver.core import Solver, SolverConfig, extract_code
 from nightschool.trajectory import Outcome
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

@@ -20,7 +20,7 @@ from nightschool.llm import ChatModel
 from nightschool.sandbox import Sandbox
 from nightschool.selfplay.dream import CycleResult, DreamLoop
 from nightschool.selfplay.frontier import FrontierTracker, adaptive_cooldown
-from nightschool.selfplay.solver import Solver, SolverConfig
+from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from nightschool.challenges import Challenge
 from nightschool.errors import InfrastructureError
 from nightschool.parallel import Resources
-from nightschool.selfplay.solver import SYSTEM_PROMPT, Solver, SolverConfig
+from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolverConfig
 from nightschool.trajectory import Trajectory
 
 if TYPE_CHECKING:

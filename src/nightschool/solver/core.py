@@ -38,7 +38,7 @@ from nightschool.challenges import Challenge, evaluate, validator_crash
 from nightschool.errors import ChallengeFaultError, InfrastructureError
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay._attempts import (
+from nightschool.solver.attempts import (
     NoCode,
     ReplyCode,
     attempt_temperature,
@@ -50,9 +50,9 @@ from nightschool.selfplay._attempts import (
     read_reply,
     retry_prompt,
 )
-from nightschool.selfplay._config import SolverConfig as SolverConfig
-from nightschool.selfplay._repair import ROOT, BudgetRouter, RepairPolicy, ask_policy, ask_router
-from nightschool.selfplay._sanitize import strip_test_code
+from nightschool.solver.config import SolverConfig as SolverConfig
+from nightschool.solver.repair import ROOT, BudgetRouter, RepairPolicy, ask_policy, ask_router
+from nightschool.solver.sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 if TYPE_CHECKING:

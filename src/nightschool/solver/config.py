@@ -1,4 +1,4 @@
-"""The self-play solver's settings (`selfplay.solver.SolverConfig`)."""
+"""The self-play solver's settings (`solver.SolverConfig`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Reading a solver reply, telling attempts apart, and writing the retry prompt.
 
-Side-effect free helpers of `selfplay.solver`:
+Side-effect free helpers of `solver`:
 
 - `read_reply`: the solution code in a model reply. Tool-call blobs
   (`{"name": ..., "arguments": {...}}`, bare, fenced or in `<tool_call>` tags)

@@ -10,8 +10,8 @@ import pytest
 from nightschool.challenges import evaluate, render
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import Solver, SolverConfig
-from nightschool.selfplay._sanitize import strip_test_code
+from nightschool.solver import Solver, SolverConfig
+from nightschool.solver.sanitize import strip_test_code
 
 ANSWER = textwrap.dedent(
     '''\
