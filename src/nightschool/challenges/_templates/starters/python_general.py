@@ -1,15 +1,22 @@
-"""Starter tier of cluster `python_general`: a tag index, a text table, a deep config merge."""
+"""Starter tier of cluster `python_general`: the tag index, and helpers for the family draws.
+
+Each starter first draws its task from the template's family (`_kit.variant`);
+`rivals` and `separates` make sure the hidden cases tell the drawn task apart
+from every task one axis away, and from the near-miss. The text table and the
+config merge live in `python_general_table` and `python_general_config`.
+"""
 
 from __future__ import annotations
 
-import copy
 import random
+import re
+import textwrap
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 from nightschool.challenges._templates._kit import (
     FIRST_NAMES,
-    WORDS,
     Case,
     Parts,
     RenderError,
@@ -17,226 +24,182 @@ from nightschool.challenges._templates._kit import (
     differs,
     function_parts,
     shown_example,
+    variant,
 )
+
+
+def rivals(tags: set[str], *axes: Sequence[str]) -> list[set[str]]:
+    """Return the variants one axis away from `tags`: the same draw with one tag swapped.
+
+    Args:
+        tags: the seed's `variant` tags (twist tags may ride along).
+        axes: the template's axes, as given to `variant`.
+    """
+    out: list[set[str]] = []
+    for axis in axes:
+        mine = tags & set(axis)
+        out += [(tags - mine) | {alt} for alt in axis if alt not in mine]
+    return out
+
+
+def separates(
+    result: Callable[[set[str]], object],
+    tags: set[str],
+    wrong: set[str],
+    *axes: Sequence[str],
+) -> bool:
+    """True when `result(tags)` differs from the near-miss's and from every one-axis rival's.
+
+    Args:
+        result: emulates a solution's output from its feature tags, on fixed data.
+        tags: the reference's tags.
+        wrong: the near-miss's tags.
+        axes: the template's axes (see `rivals`).
+    """
+    others = [wrong, *rivals(tags, *axes)]
+    return all(differs(partial(result, tags), partial(result, other)) for other in others)
+
+
+def wrap(text: str, width: int = 88) -> str:
+    """Fill `text` to `width` columns for a docstring, never breaking inside a '...' quote."""
+    quoted = re.sub(r"(?<!\w)'[^']*'(?!\w)", lambda m: m.group().replace(" ", "\0"), text)
+    filled = textwrap.fill(quoted, width, break_long_words=False, break_on_hyphens=False)
+    return filled.replace("\0", " ")
+
+
+def pick(tags: set[str], axis: Sequence[str]) -> str:
+    """Return the one tag of `tags` that lies on `axis` (what `variant` drew from it)."""
+    (tag,) = tags & set(axis)
+    return tag
+
 
 # --------------------------------------------------------------------------- tag_index
 
-_TAG_SOURCE = """
-    def tag_index(users):
-        index = {}
-        for user in users:
-            for tag in user["tags"]:
-                index.setdefault(tag, []).append(user["name"])
-        return {tag: sorted(names) for tag, names in index.items()}  #-bug
-        return index  #+bug
-"""
+TAG_WHAT = ("by_tag", "peers", "related")
+"""What the index holds: tag -> users, user -> users sharing a tag, tag -> co-occurring tags."""
+TAG_SHAPE = ("records", "mapping")
+"""Starter argument: a list of {"name", "tags"} dicts, or a dict name -> tags."""
+TAG_ORDER = ("alpha", "seen")
+"""List order: alphabetical, or order of first appearance in the input."""
 
+_TAG_FUNC = {"by_tag": "tag_index", "peers": "tag_peers", "related": "related_tags"}
+_TAG_SOURCE = """
+    def tag_index(users):  #+by_tag
+    def tag_peers(users):  #+peers
+    def related_tags(users):  #+related
+        people = [(user["name"], user["tags"]) for user in users]  #+records
+        people = list(users.items())  #+mapping
+        rank = {}  #+seen|bug
+        for name, tags in people:  #+seen|bug
+            rank.setdefault(name, len(rank))  #+seen|bug
+            for tag in tags:  #+seen|bug
+                rank.setdefault(tag, len(rank))  #+seen|bug
+        index = {}
+        for name, tags in people:
+            for tag in tags:  #-peers
+                index.setdefault(tag, set()).add(name)  #+by_tag
+                index.setdefault(tag, set()).update(set(tags) - {tag})  #+related
+            index[name] = {o for o, theirs in people if o != name and set(tags) & set(theirs)}  #+peers
+        return {key: sorted(items) for key, items in index.items()}  #=alpha&!bug
+        return {key: sorted(items) for key, items in index.items()}  #=seen&bug
+        return {key: sorted(items, key=rank.get) for key, items in index.items()}  #=seen&!bug
+        return {key: sorted(items, key=rank.get) for key, items in index.items()}  #=alpha&bug
+"""
+_TAG_SPEC = {
+    "by_tag": "Return a dict mapping every tag to the names of the users that have it.",
+    "peers": "Return a dict mapping every name to the names of the other users who share at "
+    "least one tag with that user (maybe none).",
+    "related": "Return a dict mapping every tag to the other tags that some user has together "
+    "with it (maybe none).",
+}
+_TAG_ARG = {
+    "records": ("list[dict]", 'users is a list of dicts with "name" (str) and "tags" (list of '
+                "str)."),
+    "mapping": ("dict[str, list[str]]", "users maps each user's name to a list of tags."),
+}  # fmt: skip
+_TAG_ORDER = {
+    "alpha": "Each list is sorted alphabetically.",
+    "seen": "Each list is in order of first appearance in users (users in order, each user's "
+    "tags left to right).",
+}
 _TAGS = ("python", "sql", "ops", "design", "rust", "web", "data")
 
 
-def _index(users: list[dict[str, Any]], bug: bool = False) -> dict[str, list[str]]:
-    index: dict[str, list[str]] = {}
-    for user in users:
-        for tag in user["tags"]:
-            index.setdefault(tag, []).append(user["name"])
-    return index if bug else {tag: sorted(names) for tag, names in index.items()}
+def _people(users: Any) -> list[tuple[str, list[str]]]:
+    if isinstance(users, dict):
+        return list(users.items())
+    return [(user["name"], user["tags"]) for user in users]
 
 
-def _users(rng: random.Random, n: int) -> list[dict[str, Any]]:
-    tags = rng.sample(_TAGS, 3)
+def _index(users: Any, tags: set[str]) -> dict[str, list[str]]:
+    """The drawn task's result (`bug`: the other list order)."""
+    people = _people(users)
+    rank: dict[str, int] = {}
+    for name, own in people:
+        rank.setdefault(name, len(rank))
+        for tag in own:
+            rank.setdefault(tag, len(rank))
+    index: dict[str, set[str]] = {}
+    for name, own in people:
+        if "peers" in tags:
+            index[name] = {o for o, theirs in people if o != name and set(own) & set(theirs)}
+            continue
+        for tag in own:
+            found = {name} if "by_tag" in tags else set(own) - {tag}
+            index.setdefault(tag, set()).update(found)
+    by_rank = ("seen" in tags) != ("bug" in tags)
+    if by_rank:
+        return {k: sorted(v, key=rank.__getitem__) for k, v in index.items()}
+    return {k: sorted(v) for k, v in index.items()}
+
+
+def _shaped(users: list[tuple[str, list[str]]], tags: set[str]) -> Any:
+    if "mapping" in tags:
+        return dict(users)
+    return [{"name": name, "tags": own} for name, own in users]
+
+
+def _users(rng: random.Random, n: int, tags: set[str]) -> Any:
+    pool = rng.sample(_TAGS, 4)
     names = sorted(rng.sample(FIRST_NAMES, n), reverse=True)  # so that lists need sorting
-    return [{"name": name, "tags": rng.sample(tags, rng.randint(1, 2))} for name in names]
+    return _shaped([(name, rng.sample(pool, rng.randint(1, 3))) for name in names], tags)
 
 
-def _index_all(inputs: list[list[dict[str, Any]]], bug: bool) -> list[dict[str, list[str]]]:
-    return [_index(users, bug) for users in inputs]
-
-
-def _tag_example(rng: random.Random) -> Case:
-    """Two users sharing a tag, listed in reverse name order (so the list needs sorting)."""
-    second, first = sorted(rng.sample([n for n in FIRST_NAMES if len(n) <= 5], 2))
-    shared, other = rng.sample(_TAGS, 2)
-    tags = [shared, other] if rng.random() < 0.5 else [other, shared]
-    users = [{"name": first, "tags": tags}, {"name": second, "tags": [shared]}]
-    return Case(call("tag_index", users), _index(users))
+def _tag_example(tags: set[str], rng: random.Random) -> Case:
+    """Two or three users in reverse name order, sharing a tag."""
+    names = sorted(rng.sample([n for n in FIRST_NAMES if len(n) <= 5], 3), reverse=True)
+    shared, other, third = rng.sample(_TAGS, 3)
+    users = [(names[0], [other, shared]), (names[1], [shared]), (names[2], [third])]
+    users = users[: rng.choice((2, 3))]
+    value = _shaped(users, tags)
+    return Case(call(_TAG_FUNC[pick(tags, TAG_WHAT)], value), _index(value, tags))
 
 
 def tag_index(rng: random.Random) -> Parts:
-    """Starter of `python_general.tag_index`."""
-    func = "tag_index"
+    """Starter of `python_general.tag_index`: one of `TAG_WHAT` x `TAG_SHAPE` x `TAG_ORDER`."""
+    axes = (TAG_WHAT, TAG_SHAPE, TAG_ORDER)
+    tags = variant(rng, *axes)
+    what, shape, order = (pick(tags, axis) for axis in axes)
+    func = _TAG_FUNC[what]
     for _attempt in range(100):
-        inputs = [[], [{"name": rng.choice(FIRST_NAMES), "tags": []}], _users(rng, 1)]
-        inputs += [_users(rng, n) for n in (3, 4, 5)]
-        if differs(partial(_index_all, inputs, False), partial(_index_all, inputs, True)):
+        inputs = [_shaped([], tags), _shaped([(rng.choice(FIRST_NAMES), [])], tags)]
+        inputs += [_users(rng, n, tags) for n in (1, 3, 4, 5)]
+
+        def result(variant_tags: set[str], inputs: list[Any] = inputs) -> list[Any]:
+            return [_index(users, variant_tags) for users in inputs]
+
+        if separates(result, tags, tags | {"bug"}, TAG_ORDER):
             break
     else:
         raise RenderError("python_general.tag_index: starter cases do not separate the near-miss")
-    hidden = [Case(call(func, u), _index(u)) for u in inputs]
+    hidden = [Case(call(func, users), _index(users, tags)) for users in inputs]
+    arg_type, arg_doc = _TAG_ARG[shape]
     return function_parts(
         func=func,
-        signature="def tag_index(users: list[dict]) -> dict[str, list[str]]:",
-        spec="""
-            Each user is a dict with "name" (a string) and "tags" (a list of strings).
-            Return a dict mapping every tag to the names of the users that have it, each
-            list sorted alphabetically.
-        """,
-        examples=[shown_example(rng, _tag_example, hidden)],
+        signature=f"def {func}(users: {arg_type}) -> dict[str, list[str]]:",
+        spec=wrap(f"{arg_doc} {_TAG_SPEC[what]} {_TAG_ORDER[order]}"),
+        examples=[shown_example(rng, partial(_tag_example, tags), hidden)],
         cases=hidden,
         source=_TAG_SOURCE,
-    )
-
-
-# --------------------------------------------------------------------------- text_table
-
-_TABLE_SOURCE = """
-    def format_table(rows):
-        cells = [("Name", "Qty")] + [(name, str(qty)) for name, qty in rows]  #-bug
-        cells = [(name, str(qty)) for name, qty in rows]  #+bug
-        width = max([len(c[0]) for c in cells] + [0])
-        qty_width = max([len(c[1]) for c in cells] + [0])
-        lines = ["Name".ljust(width) + " | " + "Qty".rjust(qty_width)]
-        lines.append("-" * width + "-+-" + "-" * qty_width)
-        for name, qty in rows:
-            lines.append(name.ljust(width) + " | " + str(qty).rjust(qty_width))
-        return lines
-"""
-
-
-def _table(rows: list[tuple[str, int]], bug: bool = False) -> list[str]:
-    cells = [(name, str(qty)) for name, qty in rows] + ([] if bug else [("Name", "Qty")])
-    width = max([len(c[0]) for c in cells] + [0])
-    qty_width = max([len(c[1]) for c in cells] + [0])
-
-    def line(left: str, right: str) -> str:
-        return f"{left:<{width}} | {right:>{qty_width}}"
-
-    return [
-        line("Name", "Qty"),
-        "-" * width + "-+-" + "-" * qty_width,
-        *(line(n, str(q)) for n, q in rows),
-    ]
-
-
-def _table_example(rng: random.Random) -> Case:
-    """A one-word name with a 1-digit qty, a two-word name with a 2-digit one."""
-    one, two, three = rng.sample([w for w in WORDS if len(w) <= 6], 3)
-    rows = [(one, rng.randint(1, 9)), (f"{two} {three}", rng.randint(10, 99))]
-    rng.shuffle(rows)
-    return Case(call("format_table", rows), _table(rows))
-
-
-def text_table(rng: random.Random) -> Parts:
-    """Starter of `python_general.text_table`."""
-    func = "format_table"
-    short = [w for w in WORDS if len(w) <= 4]
-    inputs: list[list[tuple[str, int]]] = [
-        [],
-        [(rng.choice(short), rng.randint(1, 9))],
-        [(w, rng.randint(1, 99)) for w in rng.sample(WORDS, 3)],
-        [(w, rng.randint(100, 2500)) for w in rng.sample(WORDS, 2)],
-        [(f"{a} {b}", rng.randint(1, 60)) for a, b in (rng.sample(WORDS, 2), rng.sample(WORDS, 2))],
-        [(w, rng.randint(1, 40)) for w in rng.sample(WORDS, 5)],
-    ]
-    if not differs(
-        lambda: [_table(r) for r in inputs], lambda: [_table(r, bug=True) for r in inputs]
-    ):
-        raise RenderError("python_general.text_table: starter cases do not separate the near-miss")
-    hidden = [Case(call(func, r), _table(r)) for r in inputs]
-    return function_parts(
-        func=func,
-        signature="def format_table(rows: list[tuple[str, int]]) -> list[str]:",
-        spec="""
-            Format (name, qty) rows as the lines of a text table: a header line with the
-            cells 'Name' and 'Qty', a rule line, then one line per row. Cells are joined by
-            ' | '. Each column is as wide as its longest cell, header included; names are
-            left-aligned, quantities right-aligned. The rule line is '-' repeated to each
-            column's width, joined by '-+-'.
-        """,
-        examples=[shown_example(rng, _table_example, hidden)],
-        cases=hidden,
-        source=_TABLE_SOURCE,
-    )
-
-
-# --------------------------------------------------------------------------- config_merge
-
-_CONFIG_SOURCE = """
-    def merge_config(base, override):
-        result = dict(base)
-        for key, value in override.items():
-            if isinstance(value, dict) and isinstance(result.get(key), dict):  #-bug
-                result[key] = merge_config(result[key], value)  #-bug
-            else:  #-bug
-                result[key] = value  #-bug
-            result[key] = value  #+bug
-        return result
-"""
-
-
-_SECTIONS = ("db", "server", "cache", "api", "proxy")
-_FLAGS = ("debug", "verbose", "dry_run", "strict")
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any], bug: bool = False) -> dict[str, Any]:
-    result = copy.deepcopy(base)
-    for key, value in override.items():
-        if not bug and isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = _merge(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
-def _configs(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
-    a, b, c = rng.sample(WORDS, 3)
-    base: dict[str, Any] = {
-        "name": rng.choice(WORDS),
-        "db": {"host": f"{a}.local", "port": rng.randint(5000, 5999), "opts": {"timeout": 5}},
-        b: rng.randint(1, 9),
-    }
-    override: dict[str, Any] = {"db": {"port": rng.randint(6000, 6999)}, c: True}
-    if rng.random() < 0.5:
-        override["db"]["opts"] = {"retries": rng.randint(1, 5)}
-    else:
-        override["name"] = {"first": rng.choice(WORDS)}
-    return base, override
-
-
-def _config_example(rng: random.Random) -> Case:
-    """A nested section whose one key is overridden, next to a plain key."""
-    section, flag = rng.choice(_SECTIONS), rng.choice(_FLAGS)
-    base = {section: {"host": rng.choice(WORDS), "port": rng.randint(1000, 9999)}, flag: False}
-    override = {section: {"port": rng.randint(1000, 9999)}}
-    return Case(call("merge_config", base, override), _merge(base, override))
-
-
-def config_merge(rng: random.Random) -> Parts:
-    """Starter of `python_general.config_merge`."""
-    func = "merge_config"
-    word = rng.choice(WORDS)
-    inputs: list[tuple[dict[str, Any], dict[str, Any]]] = [
-        ({}, {}),
-        ({word: 1}, {}),
-        ({"a": rng.randint(1, 9)}, {"b": rng.randint(10, 99)}),
-        ({"app": {"debug": False, "workers": rng.randint(2, 8)}}, {"app": {"debug": True}}),
-        ({"log": {"level": "info"}}, {"log": word}),
-        _configs(rng),
-        _configs(rng),
-    ]
-    if not differs(
-        lambda: [_merge(*x) for x in inputs], lambda: [_merge(*x, bug=True) for x in inputs]
-    ):
-        raise RenderError("python_general.config_merge: starter cases do not separate")
-    hidden = [Case(call(func, *x), _merge(*x)) for x in inputs]
-    return function_parts(
-        func=func,
-        signature="def merge_config(base: dict, override: dict) -> dict:",
-        spec="""
-            Return base with override applied, as a new dict. When a key is in both and
-            both values are dicts, merge those two the same way (recursively); otherwise
-            the override's value replaces the base's. Keys in only one of them are kept.
-        """,
-        examples=[shown_example(rng, _config_example, hidden)],
-        cases=hidden,
-        source=_CONFIG_SOURCE,
+        features=tags,
     )
