@@ -4,9 +4,10 @@ Two held-out sets, built before any practice and disjoint by construction and
 by check:
 
 - **(a) new seeds** (*same family*, never the headline: a new seed draws a new
-  task from a practised template's family, near transfer): fresh renderings (seeds from `HELDOUT_SEED_BASE` up, which
-  neither the dream nor verification ever renders) of the templates the dream
-  practises, every cluster × tier asked for;
+  task from a practised template's family, near transfer): fresh renderings
+  (seeds from `HELDOUT_SEED_BASE` up, which neither the dream nor verification
+  ever renders) of the templates the dream practises, every cluster × tier
+  asked for;
 - **(b) unseen templates**: leave-some-out per cluster — one template of every
   cluster is never practised (the dream excludes it) and is rendered here at
   every tier asked for.
