@@ -62,9 +62,9 @@ class TransientError(Exception):
     """A temporary failure: trying the same message again may work."""
 
 
-def handle(line):
-    """Handle one message line `ID KEY PAYLOAD` and return its result string."""
-    mid, key, payload = line.split()
+def handle(mid, key, payload):
+    """Handle one message (its ID, KEY and PAYLOAD) and return its result string."""
+    mid = str(int(mid))
     problem = None
     with _lock:
         _state["calls"] += 1
@@ -148,3 +148,37 @@ def _report():
     with open("ledger_report.json", "w") as handle:
         json.dump({"writers": len(_writers), "balances": _balances}, handle)
 '''
+
+
+PEAK_PRELUDE = """
+    import threading
+    import time
+
+    _lock = threading.Lock()
+    _state = {"active": 0, "peak": 0, "threads": set()}
+
+
+    def _enter():
+        with _lock:
+            _state["active"] += 1
+            _state["peak"] = max(_state["peak"], _state["active"])
+            _state["threads"].add(threading.get_ident())
+
+
+    def _leave():
+        with _lock:
+            _state["active"] -= 1
+
+
+    def peak():
+        return _state["peak"]
+
+
+    def threads():
+        return len(_state["threads"])
+"""
+"""Starter validator prelude: `_enter`/`_leave` around a slow call record how many overlapped.
+
+`peak()` is the most calls that ran at once and `threads()` how many threads
+made them; the starters' checks read them, so no check depends on timing.
+"""
