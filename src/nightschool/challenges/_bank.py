@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from nightschool.challenges._model import Challenge
 
 if TYPE_CHECKING:
-    from nightschool.challenges.generated import GenerationOutcome, GenerationRequest
+    from nightschool.challenges._generation import GenerationOutcome, GenerationRequest
     from nightschool.store import Store
 
 REJECTION_KINDS: tuple[str, ...] = (

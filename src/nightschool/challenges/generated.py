@@ -22,7 +22,6 @@ import hashlib
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges._bank import (  # re-exported: the bank of what this writes
@@ -39,6 +38,7 @@ from nightschool.challenges._gates import (
     quality_check,
     validator_crash,
 )
+from nightschool.challenges._generation import GenerationOutcome, GenerationRequest, Rejection
 from nightschool.challenges._model import CLUSTERS, TIERS, Challenge
 from nightschool.challenges._runner import evaluate
 from nightschool.challenges._selftest import validator_self_test
@@ -163,70 +163,6 @@ _SECTION_NAMES = {
                      "validator.py", "checker", "check script"), "validator"),
 }  # fmt: skip
 _FENCED = re.compile(r"```[^\n]*\n(.*?)(?:\n\s*```|\Z)", re.S)
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """What to generate.
-
-    Attributes:
-        cluster: one of `CLUSTERS`.
-        tier: one of `TIERS` (a difficulty hint in the prompt).
-        source: `llm` (self-play) or `journal` (mined from a failed chat turn).
-        brief: the skill to practise (journal mining: the redacted user
-            request); "" for none.
-        source_trajectory_id: the trajectory it was mined from, if any.
-        needed_clusters: clusters the bank is short of (diversity injection).
-        forbidden_shapes: task shapes the bank already has ("do not write another ...").
-    """
-
-    cluster: str
-    tier: str
-    source: str = "llm"
-    brief: str = ""
-    source_trajectory_id: str | None = None
-    needed_clusters: tuple[str, ...] = ()
-    forbidden_shapes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """One refused attempt: `kind` (in `REJECTION_KINDS`), one-line `detail`, 1-based `attempt`."""
-
-    kind: str
-    detail: str
-    attempt: int
-
-
-@dataclass(frozen=True)
-class GenerationOutcome:
-    """What `ChallengeGenerator.generate` produced.
-
-    Attributes:
-        challenge: the accepted challenge, or None.
-        rejections: every refused attempt, in order.
-        attempts: attempts made (= model calls; at most `max_attempts`).
-        model_calls: model calls made.
-        duration_s: wall-clock seconds of the whole generation.
-        self_test: the validator self-test status of the last attempt that
-            reached it (`passed`, `rejected`, `skipped`), or `not_run`.
-        self_tests: the self-test status of every attempt that reached it.
-        gate_reports: for the accepted attempt, what each gate said.
-    """
-
-    challenge: Challenge | None
-    rejections: tuple[Rejection, ...]
-    attempts: int
-    model_calls: int
-    duration_s: float
-    self_test: str
-    self_tests: tuple[str, ...] = ()
-    gate_reports: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def accepted(self) -> bool:
-        """True when a challenge passed every gate."""
-        return self.challenge is not None
 
 
 def parse_reply(text: str) -> ChallengeSpec | None:

@@ -23,7 +23,7 @@ from nightschool.store import Store
 from nightschool.trajectory import new_id
 
 if TYPE_CHECKING:
-    from nightschool.evals.curve import Arm, HeldOut, HeldOutItem, ItemResult, Measurement
+    from nightschool.evals._curve_items import Arm, HeldOut, HeldOutItem, ItemResult, Measurement
     from nightschool.learning.skills import Recall
     from nightschool.memory import SkillMemory
 
@@ -73,7 +73,7 @@ def measure_parallel(
         InfrastructureError: the model, sandbox or a worker failed (items
             before it are stored, the rest cancelled).
     """
-    from nightschool.evals.curve import Measurement, as_eval, item_row, reusable, shown_for
+    from nightschool.evals._curve_items import Measurement, as_eval, item_row, reusable, shown_for
 
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items

@@ -16,13 +16,13 @@ call it, so what is measured is what is used.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nightschool.challenges import Challenge
+from nightschool.learning._task_key import prompt_sha as prompt_sha
 from nightschool.learning.guard import task_summary
 from nightschool.memory import (
     PLAYBOOK_TOKEN_BUDGET,
@@ -161,15 +161,6 @@ def unranked(entries: Sequence[Lesson]) -> list[RetrievedLesson]:
 
 SAME_PROMPT_SLACK = 3
 """Extra skills retrieved so that dropping same-task skills still leaves `skills_k`."""
-
-
-def prompt_sha(prompt: str) -> str:
-    """First 16 hex digits of sha256 over the whitespace-normalised task text.
-
-    Two renderings with the same text are the same task as the solver sees it,
-    whatever their hidden tests: a skill made from one is never shown for the other.
-    """
-    return hashlib.sha256(" ".join(prompt.split()).encode("utf-8")).hexdigest()[:16]
 
 
 _SIGNATURE = re.compile(r"^\s*def\s+\w+\s*\(.*$", re.MULTILINE)

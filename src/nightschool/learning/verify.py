@@ -34,7 +34,7 @@ from typing import Any
 from nightschool.challenges import Challenge, render
 from nightschool.errors import ChallengeFaultError
 from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
-from nightschool.learning.skills import prompt_sha
+from nightschool.learning._task_key import prompt_sha
 from nightschool.memory import RetrievedLesson
 from nightschool.solver.core import Solver, SolveResult
 from nightschool.store import Store

@@ -13,9 +13,9 @@ A backend whose model cannot do that reports `supports_tools = False`, ignores
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeGuard, runtime_checkable
 
 ToolSpec = Mapping[str, Any]
 """One OpenAI function tool: `{"type": "function", "function": {"name": str,
@@ -212,6 +212,34 @@ def supports_native_tools(model: object) -> bool:
     May load a lazily loaded model (see `ToolCallingModel.supports_tools`).
     """
     return getattr(model, "supports_tools", False) is True
+
+
+class AbortableModel(Protocol):
+    """A `ChatModel` whose `complete` also takes `abort=` (see `accepts_abort`)."""
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        abort: Callable[[], bool] | None = None,
+    ) -> Completion:
+        """Generate one reply; stop decoding once `abort()` returns True."""
+        ...
+
+
+def accepts_abort(model: object) -> TypeGuard[AbortableModel]:
+    """Whether `model.complete` takes `abort=` (a callable polled between tokens).
+
+    A capability a backend declares with the class attribute `supports_abort =
+    True` (the embedded llama.cpp model does); `PreemptibleModel` then stops a
+    decode mid-reply when a user turn starts, instead of after it.
+    """
+    return getattr(type(model), "supports_abort", False) is True
 
 
 def tool_names(tools: Sequence[ToolSpec] | None) -> list[str]:

@@ -286,6 +286,9 @@ class EmbeddedModel:
         UserError: `config.model` is not in the catalog (when `model_path` is unset).
     """
 
+    supports_abort = True
+    """`complete` takes `abort=` (`llm.accepts_abort`): a user turn stops a decode mid-reply."""
+
     def __init__(
         self, config: EmbeddedConfig | None = None, *, on_progress: Progress | None = None
     ) -> None:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from nightschool.llm._protocol import ChatModel, Completion, Message, ToolSpec
+from nightschool.llm._protocol import ChatModel, Completion, Message, ToolSpec, accepts_abort
 
 
 class Preempted(BaseException):
@@ -155,8 +155,6 @@ class PreemptibleModel:
             ModelUnavailableError, ModelResponseError: as the inner model.
         """
         self._check()
-        from nightschool.llm.embedded import EmbeddedModel
-
         kwargs: dict[str, Any] = {
             "temperature": temperature,
             "max_tokens": max_tokens,
@@ -165,7 +163,7 @@ class PreemptibleModel:
         }
         if tools is not None:
             kwargs["tools"] = tools
-        if isinstance(self.inner, EmbeddedModel):
+        if accepts_abort(self.inner):
             completion = self.inner.complete(messages, abort=self._yielding, **kwargs)
         else:
             completion = self.inner.complete(messages, **kwargs)

@@ -25,7 +25,8 @@ from nightschool.errors import UserError
 from nightschool.memory._default import default_embedder
 from nightschool.memory._embed import Embedder
 from nightschool.memory._index import VectorIndex
-from nightschool.memory._lexical import lexical_index
+from nightschool.memory._lexical import LexicalIndex
+from nightschool.memory._lexical_pg import PgLexicalIndex
 from nightschool.memory._model import KINDS, Kind, MemoryConfig
 from nightschool.memory._records import PlaybookRecords
 from nightschool.memory._rows import (
@@ -477,3 +478,15 @@ class IndexedPlaybook(PlaybookRecords):
                     "UPDATE lessons SET embedding = ?, embedding_model = ? WHERE rowid = ?",
                     [(to_blob(v), name, r[0]) for r, v in zip(rows, vectors, strict=True)],
                 )
+
+
+def lexical_index(store: Store, *, posting_budget: int, prune_min_rows: int) -> LexicalIndex:
+    """The lexical index for `store.dialect`, with these arguments.
+
+    Returns:
+        `LexicalIndex` (SQLite FTS5 BM25) or `PgLexicalIndex` (Postgres
+        full-text search ranked by `ts_rank`; see `_lexical_pg`).
+    """
+    if store.dialect == "postgres":
+        return PgLexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)
+    return LexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)

@@ -201,17 +201,3 @@ class LexicalIndex:
             for statement in _SETUP:
                 run(statement, ())
             self._ready.add(key)
-
-
-def lexical_index(store: Store, *, posting_budget: int, prune_min_rows: int) -> LexicalIndex:
-    """The lexical index for `store.dialect`, with these arguments.
-
-    Returns:
-        `LexicalIndex` (SQLite FTS5 BM25) or `PgLexicalIndex` (Postgres
-        full-text search ranked by `ts_rank`; see `_lexical_pg`).
-    """
-    if store.dialect == "postgres":
-        from nightschool.memory._lexical_pg import PgLexicalIndex
-
-        return PgLexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)
-    return LexicalIndex(store, posting_budget=posting_budget, prune_min_rows=prune_min_rows)

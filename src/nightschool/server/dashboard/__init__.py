@@ -21,13 +21,9 @@ Everything is read-only except a confirmed retraction through
 `SkillMemory.retract`.
 """
 
-from nightschool.server.dashboard._app import (
-    DashboardConfig,
-    create_dashboard,
-    default_config,
-    standalone_app,
-)
+from nightschool.server.dashboard._app import create_dashboard, standalone_app
 from nightschool.server.dashboard._auth import COOKIE_NAME, DASHBOARD_PATH, SESSION_MAX_AGE_S
+from nightschool.server.dashboard._state import DashboardConfig, default_config
 
 __all__ = [
     "COOKIE_NAME",

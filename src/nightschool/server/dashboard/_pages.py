@@ -18,12 +18,12 @@ from starlette.exceptions import HTTPException
 
 from nightschool.server.dashboard import _plots, _queries, _results
 from nightschool.server.dashboard._aggregates import DAY_S, VERDICT_KINDS, Rate
-from nightschool.server.dashboard._app import (
+from nightschool.server.dashboard._auth import DASHBOARD_PATH
+from nightschool.server.dashboard._state import (
     Dashboard,
     error_page,
     read_form,
 )
-from nightschool.server.dashboard._auth import DASHBOARD_PATH
 
 if TYPE_CHECKING:
     from nightschool.server.dashboard._aggregates import Counts
