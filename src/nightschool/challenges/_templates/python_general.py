@@ -132,9 +132,9 @@ def _tag_result(users: list[dict[str, Any]], features: set[str]) -> tuple[str, A
         if "peers" in features:
             index[name] = {o for o, theirs in people if o != name and tags & theirs}
             continue
-        for tag in tags:
+        for tag in sorted(tags):  # sorted: the expected JSON is the same in every process
             index.setdefault(tag, set()).update({name} if "by_tag" in features else tags - {tag})
-    result = {key: ordered(items) for key, items in index.items()}
+    result = {key: ordered(items) for key, items in sorted(index.items())}
     if "json" in features:
         return "index.json", result
     return "index.txt", [f"{key}: {', '.join(result[key])}".strip() for key in ordered(result)]

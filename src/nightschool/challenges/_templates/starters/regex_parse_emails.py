@@ -101,7 +101,7 @@ def _result(text: str, tags: set[str]) -> object:
         return sorted(found) if bug else sorted(set(found))
     counts: dict[str, int] = {}
     if "domains" in tags:
-        for address in found if bug else set(found):
+        for address in found if bug else dict.fromkeys(found):  # not a set: same order everywhere
             domain = address.split("@")[1]
             counts[domain] = counts.get(domain, 0) + 1
         return counts
