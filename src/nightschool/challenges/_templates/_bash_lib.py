@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 
-from nightschool.challenges._templates._kit import differs
+from nightschool.challenges._templates import _kit
 
 SH = "solution.sh"
 """The solution file of every `bash` challenge."""
@@ -25,12 +24,4 @@ def separates(
         tags: the seed's drawn tags (variant and twists).
         axes: the axes to check, each a sequence of tags; one of each is in `tags`.
     """
-    want = emulate(tags)
-    for axis in axes:
-        own = tags & set(axis)
-        for other in axis:
-            if other in own:
-                continue
-            if not differs(lambda: want, partial(emulate, tags - own | {other})):
-                return False
-    return True
+    return _kit.separates(emulate, tags, _kit.axis_neighbours(tags, *axes))

@@ -15,7 +15,9 @@ input and on hidden ones, for the `bash` cluster).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import operator
 import random
 import re
 import textwrap
@@ -161,6 +163,55 @@ def family_size(*axes: Sequence[str]) -> int:
     for axis in axes:
         size *= len(axis)
     return size
+
+
+def family_rivals(drawn: set[str], *axes: Sequence[str]) -> list[set[str]]:
+    """Every other task of the family: each combination of `axes`' tags but the drawn one.
+
+    Tags of `drawn` outside `axes` (twists) stay in every rival.
+    """
+    ours = {tag for axis in axes for tag in axis}
+    kept = drawn - ours
+    rivals = [kept | set(combo) for combo in itertools.product(*axes)]
+    return [tags for tags in rivals if tags != drawn]
+
+
+def axis_neighbours(drawn: set[str], *axes: Sequence[str]) -> list[set[str]]:
+    """The tasks one axis away from `drawn`: the same draw with one axis's tag swapped."""
+    out: list[set[str]] = []
+    for axis in axes:
+        mine = drawn & set(axis)
+        out += [(drawn - mine) | {alt} for alt in axis if alt not in mine]
+    return out
+
+
+def separates(
+    emulate: Callable[[set[str]], object],
+    drawn: set[str],
+    rivals: Iterable[set[str]],
+    same: Callable[[Any, Any], bool] = operator.eq,
+) -> bool:
+    """True when the seed's data tells the drawn task from each of `rivals`.
+
+    Args:
+        emulate: feature tags -> the expected output on this seed's data (it
+            raises ValueError, KeyError, IndexError, TypeError or
+            ZeroDivisionError where that program would crash: a crash counts
+            as different).
+        drawn: the reference's tags.
+        rivals: the other tasks' tags (`family_rivals`, `axis_neighbours`, the
+            near-miss's tags).
+        same: whether the validator accepts the second output for the first.
+    """
+    want = emulate(drawn)
+    for tags in rivals:
+        try:
+            got = emulate(tags)
+        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError):
+            continue
+        if same(want, got):
+            return False
+    return True
 
 
 def literal(value: Any) -> str:

@@ -13,32 +13,14 @@ or cannot unpack the arguments.
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from nightschool.challenges._templates import _kit
 
 _TOKEN = re.compile(r"[^\s,;|]+|[,;|]")
 _DECIMAL = re.compile(r"[-+]?\d*\.(\d+)")
-
-
-def rivals(drawn: set[str], axes: Sequence[Sequence[str]]) -> Iterator[set[str]]:
-    """Yield the other tasks of the family that differ from `drawn` only on `axes`.
-
-    Args:
-        drawn: the seed's tags (from `variant`), possibly with twist tags.
-        axes: the axes whose tags data must separate.
-
-    Returns:
-        An iterator of tag sets: `drawn` with one tag per axis replaced, the
-        drawn combination itself left out.
-    """
-    ours = {tag for axis in axes for tag in axis}
-    kept = drawn - ours
-    for combo in itertools.product(*axes):
-        tags = kept | set(combo)
-        if tags != drawn:
-            yield tags
 
 
 def _same_token(want: str, got: str) -> bool:
@@ -95,15 +77,7 @@ def separated(
             program would crash).
         reference: the reference's tags (variant and twists).
         wrong: the near-miss's tags.
-        axes: the axes that data must separate (see `rivals`).
+        axes: the axes that data must separate (see `_kit.family_rivals`).
         same: how the validator compares two outputs.
     """
-    want = emulate(reference)
-    for tags in [wrong, *rivals(reference, axes)]:
-        try:
-            got = emulate(tags)
-        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError):
-            continue
-        if same(want, got):
-            return False
-    return True
+    return _kit.separates(emulate, reference, [wrong, *_kit.family_rivals(reference, *axes)], same)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
+
+from nightschool.challenges._templates import _kit
 
 
 def separates(result: Callable[[set[str]], object], own: set[str], *axes: Sequence[str]) -> bool:
@@ -20,15 +21,4 @@ def separates(result: Callable[[set[str]], object], own: set[str], *axes: Sequen
         a combination whose emulation raises counts as different (that program
         would crash or print something else).
     """
-    fixed = own - {tag for axis in axes for tag in axis}
-    mine = result(own)
-    for combo in itertools.product(*axes):
-        tags = fixed | set(combo)
-        if tags == own:
-            continue
-        try:
-            if result(tags) == mine:
-                return False
-        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError):
-            continue
-    return True
+    return _kit.separates(result, own, _kit.family_rivals(own, *axes))

@@ -1,7 +1,7 @@
 """Starter tier of cluster `python_general`: the tag index, and helpers for the family draws.
 
 Each starter first draws its task from the template's family (`_kit.variant`);
-`rivals` and `separates` make sure the hidden cases tell the drawn task apart
+`separates` (over `_kit.axis_neighbours`) makes sure the hidden cases tell the drawn task apart
 from every task one axis away, and from the near-miss. The text table and the
 config merge live in `python_general_table` and `python_general_config`.
 """
@@ -15,31 +15,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from nightschool.challenges._templates import _kit
 from nightschool.challenges._templates._kit import (
     FIRST_NAMES,
     Case,
     Parts,
     RenderError,
     call,
-    differs,
     function_parts,
     shown_example,
     variant,
 )
-
-
-def rivals(tags: set[str], *axes: Sequence[str]) -> list[set[str]]:
-    """Return the variants one axis away from `tags`: the same draw with one tag swapped.
-
-    Args:
-        tags: the seed's `variant` tags (twist tags may ride along).
-        axes: the template's axes, as given to `variant`.
-    """
-    out: list[set[str]] = []
-    for axis in axes:
-        mine = tags & set(axis)
-        out += [(tags - mine) | {alt} for alt in axis if alt not in mine]
-    return out
 
 
 def separates(
@@ -54,10 +40,9 @@ def separates(
         result: emulates a solution's output from its feature tags, on fixed data.
         tags: the reference's tags.
         wrong: the near-miss's tags.
-        axes: the template's axes (see `rivals`).
+        axes: the template's axes (see `_kit.axis_neighbours`).
     """
-    others = [wrong, *rivals(tags, *axes)]
-    return all(differs(partial(result, tags), partial(result, other)) for other in others)
+    return _kit.separates(result, tags, [wrong, *_kit.axis_neighbours(tags, *axes)])
 
 
 def wrap(text: str, width: int = 88) -> str:
