@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import struct
 from pathlib import Path
@@ -71,12 +72,8 @@ def test_the_sandbox_probe_catches_a_sandbox_that_leaks() -> None:
 def test_no_bubblewrap_fails_the_sandbox_check_with_the_install_hint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nightschool.sandbox as sandbox_module
-
-    real_which = sandbox_module.shutil.which
-    monkeypatch.setattr(
-        sandbox_module.shutil, "which", lambda name: None if name == "bwrap" else real_which(name)
-    )
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
     code, checks = run_doctor()
     assert code == 3
     assert checks["sandbox"]["status"] == "fail" and checks["sandbox"]["exit_code"] == 3
