@@ -16,11 +16,11 @@ from nightschool.redact import (
     IPV4_RULE,
     PLACEHOLDERS,
     SECRET_PLACEHOLDER,
-    _run_rules,
     is_secret_key,
     redact,
     redact_text,
 )
+from nightschool.redact._core import _run_rules
 
 S = SECRET_PLACEHOLDER
 K = "<REDACTED_API_KEY>"
