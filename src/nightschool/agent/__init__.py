@@ -16,6 +16,7 @@ from nightschool.agent._leak import (
     leak_sites,
     mentioned_names,
 )
+from nightschool.agent._request import CORRECTION_CACHE_SIZE, reply_fingerprint, session_dir_name
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
     NATIVE_SYSTEM_PROMPT,
@@ -33,12 +34,7 @@ from nightschool.agent.loop import (
     run_steps,
     uses_native_tools,
 )
-from nightschool.agent.pipeline import (
-    CORRECTION_CACHE_SIZE,
-    ChatPipeline,
-    reply_fingerprint,
-    session_dir_name,
-)
+from nightschool.agent.pipeline import ChatPipeline
 from nightschool.agent.tools import (
     TOOL_SCHEMAS,
     TOOL_SPECS,

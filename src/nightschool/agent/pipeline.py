@@ -37,9 +37,7 @@ Thread-safe: any number of threads may call `handle` at once.
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
-import re
 import shutil
 import threading
 import time
@@ -49,6 +47,13 @@ from typing import TYPE_CHECKING, Any
 
 from nightschool.agent._background import BackgroundReflections
 from nightschool.agent._leak import repair_tool_leak
+from nightschool.agent._request import (
+    CORRECTION_CACHE_SIZE,
+    previous_exchange,
+    reply_fingerprint,
+    session_dir_name,
+    validate_messages,
+)
 from nightschool.agent._shown import retrieve_shown
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
@@ -87,54 +92,6 @@ if TYPE_CHECKING:
     from nightschool.learners.chat_router import ChatRoute, ChatRouter
 
 logger = logging.getLogger("nightschool.agent")
-
-CORRECTION_CACHE_SIZE = 32
-"""Reply fingerprints remembered for the correction check (seed 002: enough for
-several concurrent conversations without unbounded growth)."""
-
-FINGERPRINT_CHARS = 500
-"""Characters of the (whitespace-collapsed, lower-cased) reply that are fingerprinted."""
-
-_ROLES = ("system", "user", "assistant")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def reply_fingerprint(content: str) -> str:
-    """md5 hex of `content`: whitespace collapsed, lower-cased, first `FINGERPRINT_CHARS` chars."""
-    normal = " ".join(content.split()).lower()[:FINGERPRINT_CHARS]
-    return hashlib.md5(normal.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def session_dir_name(session_id: str) -> str:
-    """A safe directory name for a session id (sanitised; hashed suffix when changed)."""
-    safe = _UNSAFE.sub("_", session_id).strip("_")[:48]
-    if safe == session_id and safe:
-        return safe
-    digest = hashlib.md5(session_id.encode("utf-8"), usedforsecurity=False).hexdigest()[:10]
-    return f"{safe or 'session'}-{digest}"
-
-
-def _validate(messages: Sequence[Message]) -> None:
-    if not messages:
-        raise UserError("messages is empty; the last message must be the user's request")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
-            raise UserError(f"message {index} needs a role of system, user or assistant")
-        if not isinstance(message.get("content"), str):
-            raise UserError(f"message {index} needs text content")
-    if messages[-1]["role"] != "user":
-        raise UserError("the last message must be the user's request (role user)")
-
-
-def _previous_exchange(messages: Sequence[Message]) -> tuple[str, str | None] | None:
-    """(previous assistant content, the user message before it) or None."""
-    for index in range(len(messages) - 2, -1, -1):
-        if messages[index]["role"] == "assistant":
-            for earlier in range(index - 1, -1, -1):
-                if messages[earlier]["role"] == "user":
-                    return messages[index]["content"], messages[earlier]["content"]
-            return messages[index]["content"], None
-    return None
 
 
 class ChatPipeline:
@@ -227,7 +184,7 @@ class ChatPipeline:
                 SandboxFaultError: after recording the turn as an infrastructure
                 error (outcome unknown, fault named).
         """
-        _validate(messages)
+        validate_messages(messages)
         cfg = self.config
         if temperature is not None and not 0.0 <= temperature <= 2.0:
             raise UserError(f"temperature must be between 0 and 2, got {temperature}")
@@ -395,7 +352,7 @@ class ChatPipeline:
         self, messages: Sequence[Message], session_id: str, request: str
     ) -> CorrectionEvent | None:
         """Steps of the real-time path; never raises (a failure is logged, the turn goes on)."""
-        exchange = _previous_exchange(messages)
+        exchange = previous_exchange(messages)
         if exchange is None:
             return None
         key = (session_id, reply_fingerprint(exchange[0]))
