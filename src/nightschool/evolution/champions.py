@@ -25,15 +25,15 @@ through the promotions, and past the first one to `baseline`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nightschool.errors import NightschoolError, UserError
 from nightschool.evolution.contract import lint_strategy
+from nightschool.store.registry import AppendOnlyRegistry, Kind, live_id
 
 if TYPE_CHECKING:
     from nightschool.store import Store
@@ -54,12 +54,6 @@ __all__ = [
     "rollback_target",
     "start_point",
 ]
-
-Kind = Literal["promotion", "rollback", "baseline"]
-
-_COLUMNS = (
-    "id, timestamp, kind, name, source, lineage, verdict, run_id, restores, previous, note, record"
-)
 
 
 class ChampionError(UserError):
@@ -124,9 +118,7 @@ class ChampionEntry:
     @property
     def champion_id(self) -> int | None:
         """The champion this row makes current: own id, `restores`, or None (baseline)."""
-        if self.kind == "promotion":
-            return self.id
-        return self.restores if self.kind == "rollback" else None
+        return live_id(self)
 
     @property
     def budget(self) -> int | None:
@@ -152,27 +144,29 @@ class Registration:
     reason: str
 
 
-def _row(row: Sequence[Any]) -> ChampionEntry:
-    verdict = json.loads(row[6]) if row[6] is not None else None
-    return ChampionEntry(
-        id=int(row[0]),
-        timestamp=datetime.fromtimestamp(float(row[1]), UTC),
-        kind=row[2],
-        name=str(row[3]),
-        source=str(row[4]),
-        lineage=list(json.loads(row[5])),
-        verdict=verdict,
-        run_id=row[7],
-        restores=row[8],
-        previous=row[9],
-        note=str(row[10]),
-        record=dict(json.loads(row[11])),
+def _missing(entry_id: int) -> ChampionError:
+    return ChampionError(
+        f"no strategy champion entry {entry_id}", hint="see `nightschool strategies list`"
     )
 
 
-def _latest(store: Store) -> ChampionEntry | None:
-    rows = store.query(f"SELECT {_COLUMNS} FROM strategy_champions ORDER BY id DESC LIMIT 1")
-    return _row(rows[0]) if rows else None
+_REGISTRY: AppendOnlyRegistry[ChampionEntry] = AppendOnlyRegistry(
+    table="strategy_champions",
+    columns=(
+        "kind",
+        "name",
+        "source",
+        "lineage",
+        "verdict",
+        "run_id",
+        "restores",
+        "previous",
+        "note",
+        "record",
+    ),
+    entry=ChampionEntry,
+    missing=_missing,
+)
 
 
 def get(store: Store, entry_id: int) -> ChampionEntry:
@@ -181,23 +175,12 @@ def get(store: Store, entry_id: int) -> ChampionEntry:
     Raises:
         ChampionError: there is no such row.
     """
-    rows = store.query(f"SELECT {_COLUMNS} FROM strategy_champions WHERE id = ?", (entry_id,))
-    if not rows:
-        raise ChampionError(
-            f"no strategy champion entry {entry_id}", hint="see `nightschool strategies list`"
-        )
-    return _row(rows[0])
+    return _REGISTRY.get(store, entry_id)
 
 
 def history(store: Store, *, limit: int | None = None) -> list[ChampionEntry]:
     """Every row, oldest first (the last `limit` rows when given)."""
-    if limit is None:
-        rows = store.query(f"SELECT {_COLUMNS} FROM strategy_champions ORDER BY id")
-    else:
-        rows = store.query(
-            f"SELECT {_COLUMNS} FROM strategy_champions ORDER BY id DESC LIMIT ?", (limit,)
-        )[::-1]
-    return [_row(r) for r in rows]
+    return _REGISTRY.history(store, limit=limit)
 
 
 def current(store: Store) -> ChampionEntry | None:
@@ -205,46 +188,7 @@ def current(store: Store) -> ChampionEntry | None:
 
     None when nothing was ever registered or the latest row is a `baseline`.
     """
-    latest = _latest(store)
-    if latest is None or latest.champion_id is None:
-        return None
-    return latest if latest.kind == "promotion" else get(store, latest.champion_id)
-
-
-def _append(
-    store: Store,
-    *,
-    kind: Kind,
-    name: str,
-    previous: int | None,
-    source: str = "",
-    lineage: Sequence[Mapping[str, Any]] = (),
-    verdict: Mapping[str, Any] | None = None,
-    run_id: str | None = None,
-    restores: int | None = None,
-    note: str = "",
-    record: Mapping[str, Any] | None = None,
-) -> ChampionEntry:
-    with store.transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO strategy_champions(timestamp, kind, name, source, lineage, verdict, "
-            "run_id, restores, previous, note, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                datetime.now(UTC).timestamp(),
-                kind,
-                name,
-                source,
-                json.dumps(list(lineage), default=str),
-                None if verdict is None else json.dumps(dict(verdict), default=str),
-                run_id,
-                restores,
-                previous,
-                note,
-                json.dumps(dict(record or {}), default=str),
-            ),
-        )
-        entry_id = int(cursor.lastrowid or 0)
-    return get(store, entry_id)
+    return _REGISTRY.current(store)
 
 
 def _said(champion_id: int | None) -> str:
@@ -292,28 +236,28 @@ def register(
     violations = lint_strategy(source)
     if violations:
         raise ValueError(f"the strategy breaks the contract: {violations[0]}")
-    with store.transaction():
-        now = current(store)
-        now_id = None if now is None else now.id
-        if proven_against != now_id:
-            raise StaleChampionError(
-                f"the promotion of {name} was proven against {_said(proven_against)}, but "
-                f"{_said(now_id)} is current now: not registered",
-                expected=proven_against,
-                actual=now_id,
-            )
-        return _append(
-            store,
-            kind="promotion",
-            name=name,
-            previous=now_id,
-            source=source,
-            lineage=lineage,
-            verdict=verdict,
-            run_id=run_id,
-            note=note,
-            record=record,
+
+    def stale(expected: int | None, actual: int | None) -> StaleChampionError:
+        return StaleChampionError(
+            f"the promotion of {name} was proven against {_said(expected)}, but "
+            f"{_said(actual)} is current now: not registered",
+            expected=expected,
+            actual=actual,
         )
+
+    return _REGISTRY.promote(
+        store,
+        None,
+        proven_against=proven_against,
+        stale=stale,
+        name=name,
+        source=source,
+        lineage=list(lineage),
+        verdict=dict(verdict),
+        run_id=run_id,
+        note=note,
+        record=dict(record or {}),
+    )
 
 
 def rollback_target(store: Store, target: int | None = None) -> int | None:
@@ -357,19 +301,10 @@ def rollback(store: Store, target: int | None = None, *, note: str = "") -> Cham
     """
     with store.transaction():
         champion_id = rollback_target(store, target)
-        now = current(store)
-        now_id = None if now is None else now.id
         if champion_id is None:
-            return _append(store, kind="baseline", name="baselines", previous=now_id, note=note)
+            return _REGISTRY.restore(store, None, None, name="baselines", note=note)
         restored = get(store, champion_id)
-        return _append(
-            store,
-            kind="rollback",
-            name=restored.name,
-            previous=now_id,
-            restores=champion_id,
-            note=note,
-        )
+        return _REGISTRY.restore(store, None, champion_id, name=restored.name, note=note)
 
 
 def chat_strategy(store: Store) -> dict[str, Any]:
@@ -459,12 +394,9 @@ def register_run(store: Store, run_dir: Path, state: Mapping[str, Any]) -> Regis
     winner = str(state["holdout"]["champion"])
     node = next(n for n in state["archive"] if n["name"] == winner)
     with store.transaction():
-        rows = store.query(
-            f"SELECT {_COLUMNS} FROM strategy_champions WHERE run_id = ? AND kind = 'promotion'",
-            (run_id,),
-        )
+        rows = _REGISTRY.where(store, "run_id = ? AND kind = 'promotion'", (run_id,))
         if rows:
-            entry = _row(rows[0])
+            entry = rows[0]
             return Registration("already", entry, f"already registered as champion {entry.id}")
         config = state["config"]
         start = state.get("start_champion")

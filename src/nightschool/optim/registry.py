@@ -30,13 +30,13 @@ walk back through the promotions, and past the first one to `baseline`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from nightschool.errors import NightschoolError, UserError
+from nightschool.store.registry import AppendOnlyRegistry, Kind, live_id
 
 if TYPE_CHECKING:
     from nightschool.store import Store
@@ -64,15 +64,10 @@ Slot = Literal["solver", "reflection", "planning"]
 SLOTS: tuple[Slot, ...] = ("solver", "reflection", "planning")
 """Every prompt slot, in the order `nightschool prompts list` shows them."""
 
-Kind = Literal["promotion", "rollback", "baseline"]
 
 MAX_PROMPT_CHARS = 6000
 """The longest prompt the registry accepts, characters (a prompt is sent with
 every request: a runaway reflection must not become a 20 kB system prompt)."""
-
-_COLUMNS = (
-    "id, timestamp, slot, kind, text, verdict, run_id, parent, restores, previous, note, record"
-)
 
 
 class PromptError(UserError):
@@ -168,26 +163,31 @@ class PromptEntry:
     @property
     def prompt_id(self) -> int | None:
         """The prompt this row makes live: own id, `restores`, or None (built-in)."""
-        if self.kind == "promotion":
-            return self.id
-        return self.restores if self.kind == "rollback" else None
+        return live_id(self)
 
 
-def _row(row: Sequence[Any]) -> PromptEntry:
-    return PromptEntry(
-        id=int(row[0]),
-        timestamp=datetime.fromtimestamp(float(row[1]), UTC),
-        slot=row[2],
-        kind=row[3],
-        text=str(row[4]),
-        verdict=json.loads(row[5]) if row[5] is not None else None,
-        run_id=row[6],
-        parent=row[7],
-        restores=row[8],
-        previous=row[9],
-        note=str(row[10]),
-        record=dict(json.loads(row[11])),
-    )
+def _missing(entry_id: int) -> PromptError:
+    return PromptError(f"no prompt entry {entry_id}", hint="see `nightschool prompts list`")
+
+
+_REGISTRY: AppendOnlyRegistry[PromptEntry] = AppendOnlyRegistry(
+    table="prompts",
+    columns=(
+        "slot",
+        "kind",
+        "text",
+        "verdict",
+        "run_id",
+        "parent",
+        "restores",
+        "previous",
+        "note",
+        "record",
+    ),
+    entry=PromptEntry,
+    missing=_missing,
+    partition="slot",
+)
 
 
 def get(store: Store, entry_id: int) -> PromptEntry:
@@ -196,10 +196,7 @@ def get(store: Store, entry_id: int) -> PromptEntry:
     Raises:
         PromptError: there is no such row.
     """
-    rows = store.query(f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (entry_id,))
-    if not rows:
-        raise PromptError(f"no prompt entry {entry_id}", hint="see `nightschool prompts list`")
-    return _row(rows[0])
+    return _REGISTRY.get(store, entry_id)
 
 
 def history(
@@ -210,14 +207,7 @@ def history(
     Raises:
         PromptError: an unknown slot.
     """
-    where, params = ("", ()) if slot is None else ("WHERE slot = ?", (check_slot(slot),))
-    if limit is None:
-        rows = store.query(f"SELECT {_COLUMNS} FROM prompts {where} ORDER BY id", params)
-    else:
-        rows = store.query(
-            f"SELECT {_COLUMNS} FROM prompts {where} ORDER BY id DESC LIMIT ?", (*params, limit)
-        )[::-1]
-    return [_row(r) for r in rows]
+    return _REGISTRY.history(store, None if slot is None else check_slot(slot), limit=limit)
 
 
 def current(store: Store, slot: str) -> PromptEntry | None:
@@ -226,14 +216,7 @@ def current(store: Store, slot: str) -> PromptEntry | None:
     Raises:
         PromptError: an unknown slot.
     """
-    rows = store.query(
-        f"SELECT {_COLUMNS} FROM prompts WHERE slot = ? ORDER BY id DESC LIMIT 1",
-        (check_slot(slot),),
-    )
-    latest = _row(rows[0]) if rows else None
-    if latest is None or latest.prompt_id is None:
-        return None
-    return latest if latest.kind == "promotion" else get(store, latest.prompt_id)
+    return _REGISTRY.current(store, check_slot(slot))
 
 
 def live_prompt(store: Store, slot: str, default: str | None = None) -> str:
@@ -251,42 +234,6 @@ def live_prompt(store: Store, slot: str, default: str | None = None) -> str:
     if entry is not None:
         return entry.text
     return default_prompt(slot) if default is None else default
-
-
-def _append(
-    store: Store,
-    *,
-    slot: Slot,
-    kind: Kind,
-    previous: int | None,
-    text: str = "",
-    verdict: Mapping[str, Any] | None = None,
-    run_id: str | None = None,
-    parent: int | None = None,
-    restores: int | None = None,
-    note: str = "",
-    record: Mapping[str, Any] | None = None,
-) -> PromptEntry:
-    with store.transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO prompts(timestamp, slot, kind, text, verdict, run_id, parent, restores, "
-            "previous, note, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                datetime.now(UTC).timestamp(),
-                slot,
-                kind,
-                text,
-                None if verdict is None else json.dumps(dict(verdict), default=str),
-                run_id,
-                parent,
-                restores,
-                previous,
-                note,
-                json.dumps(dict(record or {}), default=str),
-            ),
-        )
-        entry_id = int(cursor.lastrowid or 0)
-    return get(store, entry_id)
 
 
 def said(prompt_id: int | None) -> str:
@@ -334,28 +281,27 @@ def register(
         raise ValueError("only a verdict that promotes registers a prompt")
     if not text.strip() or len(text) > MAX_PROMPT_CHARS:
         raise ValueError(f"a prompt must be non-blank and at most {MAX_PROMPT_CHARS} characters")
-    with store.transaction():
-        now = current(store, name)
-        now_id = None if now is None else now.id
-        if proven_against != now_id:
-            raise StalePromptError(
-                f"the {name} prompt was proven against {said(proven_against)}, but "
-                f"{said(now_id)} is live now: not registered",
-                expected=proven_against,
-                actual=now_id,
-            )
-        return _append(
-            store,
-            slot=name,
-            kind="promotion",
-            previous=now_id,
-            text=text,
-            verdict=verdict,
-            run_id=run_id,
-            parent=proven_against,
-            note=note,
-            record=record,
+
+    def stale(expected: int | None, actual: int | None) -> StalePromptError:
+        return StalePromptError(
+            f"the {name} prompt was proven against {said(expected)}, but "
+            f"{said(actual)} is live now: not registered",
+            expected=expected,
+            actual=actual,
         )
+
+    return _REGISTRY.promote(
+        store,
+        name,
+        proven_against=proven_against,
+        stale=stale,
+        text=text,
+        verdict=dict(verdict),
+        run_id=run_id,
+        parent=proven_against,
+        note=note,
+        record=dict(record or {}),
+    )
 
 
 def rollback_target(store: Store, slot: str, target: int | None = None) -> int | None:
@@ -403,17 +349,7 @@ def rollback(store: Store, slot: str, target: int | None = None, *, note: str = 
     name = check_slot(slot)
     with store.transaction():
         prompt_id = rollback_target(store, name, target)
-        now = current(store, name)
-        now_id = None if now is None else now.id
         if prompt_id is None:
-            return _append(store, slot=name, kind="baseline", previous=now_id, note=note)
+            return _REGISTRY.restore(store, name, None, note=note)
         restored = get(store, prompt_id)
-        return _append(
-            store,
-            slot=name,
-            kind="rollback",
-            previous=now_id,
-            text=restored.text,
-            restores=prompt_id,
-            note=note,
-        )
+        return _REGISTRY.restore(store, name, prompt_id, text=restored.text, note=note)
