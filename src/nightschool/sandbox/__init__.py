@@ -1,7 +1,7 @@
 """Isolated execution of untrusted code with bubblewrap.
 
 Guarantees of every sandboxed run (each proved from the host side by
-`tests/test_sandbox_hostile.py`):
+`tests/test_sandbox_hostile.py` and `tests/test_sandbox_bounds.py`):
 
 - network: an empty network namespace (`--unshare-all`); nothing on the host,
   its loopback or its abstract Unix sockets is reachable;
@@ -10,7 +10,9 @@ Guarantees of every sandboxed run (each proved from the host side by
   (hence not `--ro-bind / /`, which would show every host file the uid can read);
 - a read-only root: `/`, `/dev` and the system binds are read-only; the only
   writable places are the workspace, `/tmp` and `/dev/shm`, three tmpfs capped
-  at `workspace_mb`, `tmp_mb` and `shm_mb`. The workspace tmpfs bounds all a
+  at `workspace_mb`, `tmp_mb` and `shm_mb` and, when nightschool runs as root,
+  at `max_inodes` (20,000) files each (`nr_inodes`, mounted by nightschool in
+  a private mount namespace: `_launch`). The workspace tmpfs bounds all a
   run can leave behind: a `Workspace`'s host directory is copied in before the
   run and the tmpfs is copied back after it (`nightschool.sandbox._io`: capped
   stream, no special files, no setuid bits, no symlink leaving the workspace);
@@ -23,13 +25,25 @@ Guarantees of every sandboxed run (each proved from the host side by
   per run, not per host uid); the whole tree dies with the run (timeout,
   `--die-with-parent`, the pid namespace's init exiting); nothing outside the
   pid namespace can be signalled or ptraced;
+- the whole run (`_limits`): a cgroup per run bounds its memory summed over
+  all its processes, tmpfs pages and kernel memory included, at `run_memory_mb`
+  (1 GiB) and its tasks at `max_processes` plus bubblewrap's own (cgroup v2
+  where the unified hierarchy has the memory and pids controllers, else cgroup
+  v1); an OOM kill in it ends the run as `ExecResult.resource_exceeded ==
+  "memory"`, never as an exception. Where no cgroup can be made (not root, no
+  delegation) the fallback caps processes at `fallback_processes` (16) with
+  `run_memory_mb / fallback_processes` of address space each, the same budget
+  as a product. `SandboxConfig.limits` or `NIGHTSCHOOL_SANDBOX_LIMITS` forces
+  one; `nightschool doctor` names the one in force and its bound;
 - rlimits on CPU seconds, address space and file size per process (`prlimit`);
 - a wall-clock timeout, and captured output read through pipes with only the
   first `max_output_bytes` of each stream kept (nothing is spooled to disk).
 
-Not bounded: memory summed over processes beyond `max_processes × memory_mb`
-plus the three tmpfs, and memory outside RLIMIT_AS (memfd, System V shm); a
-cgroup would be needed for that.
+Not bounded: in the fallback, memory that RLIMIT_AS does not see (memfd,
+System V shm) and the three tmpfs come on top of the product's budget, and
+without root the tmpfs have no inode bound (under a cgroup their inodes are
+still memory charged to the run). `Sandbox.popen_in` processes get the same
+cgroup, released by `kill_process_group`. Unsandboxed runs get only the rlimits.
 
 A program that fails, crashes or times out is data (`ExecResult`), never an
 exception. Exceptions are reserved for the sandbox itself being unusable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -38,6 +39,28 @@ class SandboxConfig(BaseModel):
     workspace_max_entries: int = Field(
         default=20000, gt=0, description="Most files, directories and links copied in or out."
     )
+    run_memory_mb: int = Field(
+        default=1024,
+        gt=0,
+        description="Memory of the whole run, MiB: its cgroup's limit (processes, tmpfs, "
+        "kernel memory), or in the fallback the process cap times the address space.",
+    )
+    fallback_processes: int = Field(
+        default=16,
+        gt=0,
+        description="Process cap where no cgroup can be made; each process then gets "
+        "run_memory_mb / fallback_processes of address space (at most memory_mb).",
+    )
+    max_inodes: int = Field(
+        default=20000,
+        gt=0,
+        description="nr_inodes of the workspace, /tmp and /dev/shm tmpfs (each), when root.",
+    )
+    limits: Literal["auto", "cgroup2", "cgroup1", "fallback"] = Field(
+        default="auto",
+        description="How a run's memory and tasks are bounded; auto: the "
+        "NIGHTSCHOOL_SANDBOX_LIMITS environment variable if set, else the first that works.",
+    )
     tmp_mb: int = Field(default=64, gt=0, description="Size of the private /tmp tmpfs, MiB.")
     shm_mb: int = Field(default=64, gt=0, description="Size of the private /dev/shm tmpfs, MiB.")
     max_output_bytes: int = Field(
@@ -65,6 +88,11 @@ class ExecResult:
         timed_out: True if the wall-clock timeout killed the program.
         duration_s: wall-clock seconds from start to reap.
         truncated: True if stdout or stderr was cut.
+        resource_exceeded: "memory" when the run went over its memory bound
+            (`run_memory_mb`; the kernel OOM-killed a process in the run's
+            cgroup) and was killed: a failure of the program, not of the
+            sandbox. None otherwise (the fallback's rlimits show up as the
+            program's own allocation failures instead).
     """
 
     returncode: int
@@ -73,11 +101,12 @@ class ExecResult:
     timed_out: bool
     duration_s: float
     truncated: bool = False
+    resource_exceeded: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True when the command exited 0 without timing out."""
-        return self.returncode == 0 and not self.timed_out
+        """True when the command exited 0, without timing out or exceeding a bound."""
+        return self.returncode == 0 and not self.timed_out and self.resource_exceeded is None
 
     def output_tail(self, limit: int = 2000) -> str:
         """Return the last `limit` characters of stdout followed by stderr."""

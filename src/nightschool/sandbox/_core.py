@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import resource
 import shutil
 import subprocess
 import tempfile
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from nightschool.errors import SandboxFaultError, SandboxUnavailableError
 from nightschool.sandbox import _io as io_
+from nightschool.sandbox import _launch as launch_
+from nightschool.sandbox import _limits as limits_
 from nightschool.sandbox._config import (
     COPY_OUT_GRACE_S,
     MIB,
@@ -77,10 +80,17 @@ class Workspace:
 class Sandbox:
     """Runs commands under bubblewrap with the limits of a `SandboxConfig`.
 
+    Attributes:
+        config: the limits.
+        bounds: what bounds each whole run here (`_limits.RunBounds`): the
+            mechanism in force (cgroup2, cgroup1 or the rlimit fallback), the
+            memory and task bounds, the tmpfs inode bound.
+
     Raises at construction:
         SandboxUnavailableError: bubblewrap (0.8 or newer) or util-linux
             `prlimit` is not installed (and `unsandboxed` was not requested),
-            with the package to install in the hint.
+            with the package to install in the hint; or the bound mechanism
+            forced by `config.limits` / `NIGHTSCHOOL_SANDBOX_LIMITS` is unusable.
     """
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
@@ -106,6 +116,14 @@ class Sandbox:
         if self.isolated:
             self._check_version()
         self._system_binds = io_.system_binds()
+        self._launcher = launch_.Launcher.find() if self.isolated else None
+        try:
+            self.bounds, self._hierarchy = limits_.plan(self.config, self._launcher)
+        except limits_.LimitsError as exc:
+            raise SandboxUnavailableError(
+                f"the sandbox's run bounds are unusable: {exc}",
+                hint=f"unset {limits_.LIMITS_ENV} (or set it to auto) to use what works here",
+            ) from exc
 
     def _check_version(self) -> None:
         assert self._bwrap is not None
@@ -248,7 +266,7 @@ class Sandbox:
             except io_.CopyInError as exc:
                 raise SandboxFaultError(str(exc)) from exc
         try:
-            return self._spawn(
+            proc, held = self._spawn(
                 workdir,
                 argv,
                 env,
@@ -261,6 +279,9 @@ class Sandbox:
         finally:
             if copy_in is not None:
                 os.close(copy_in)
+        proc.held = held  # released by kill_process_group, else when proc is collected
+        weakref.finalize(proc, held.release)
+        return proc
 
     # -- internals -------------------------------------------------------------------------
 
@@ -291,7 +312,7 @@ class Sandbox:
         copy_out = workdir is not None and not cfg.unsandboxed
         read_end, write_end = os.pipe() if copy_out else (None, None)
         try:
-            proc = self._spawn(
+            proc, held = self._spawn(
                 workdir,
                 argv,
                 env,
@@ -310,15 +331,22 @@ class Sandbox:
             for fd in (copy_in, write_end):
                 if fd is not None:
                     os.close(fd)
-        pumped = io_.pump(
-            proc,
-            stdin.encode("utf-8") if stdin is not None else None,
-            timeout_s=limit + (COPY_OUT_GRACE_S if copy_out else 0.0),
-            cap=cfg.max_output_bytes,
-            archive_fd=read_end,
-            archive_cap=cfg.workspace_mb * _MIB + cfg.workspace_max_entries * io_.ENTRY_BYTES,
-        )
-        return self._result(proc, pumped, workdir if copy_out else None, limit, start)
+        cgroup = held.cgroup
+        try:
+            pumped = io_.pump(
+                proc,
+                stdin.encode("utf-8") if stdin is not None else None,
+                timeout_s=limit + (COPY_OUT_GRACE_S if copy_out else 0.0),
+                cap=cfg.max_output_bytes,
+                archive_fd=read_end,
+                archive_cap=cfg.workspace_mb * _MIB + cfg.workspace_max_entries * io_.ENTRY_BYTES,
+                alarm_fd=cgroup.alarm_fd if cgroup is not None else None,
+                on_alarm=cgroup.on_alarm if cgroup is not None else None,
+            )
+            breached = cgroup is not None and cgroup.breached()
+        finally:
+            held.release()
+        return self._result(proc, pumped, workdir if copy_out else None, limit, start, breached)
 
     def _result(
         self,
@@ -327,21 +355,25 @@ class Sandbox:
         copy_back: Path | None,
         limit: float,
         start: float,
+        breached: bool = False,
     ) -> ExecResult:
         duration = time.perf_counter() - start
         cap = self.config.max_output_bytes
         stdout = pumped.stdout.decode("utf-8", errors="replace")
         stderr = pumped.stderr.decode("utf-8", errors="replace")
         code = proc.returncode
-        if code == 1 and stderr.startswith("prlimit:"):
-            raise SandboxFaultError(f"prlimit failed: {stderr.strip()[:500]}")
-        if self.isolated and code == 1 and stderr.startswith("bwrap:"):
-            raise SandboxFaultError(f"bubblewrap failed: {stderr.strip()[:500]}")
+        if not breached:  # a run killed over its memory bound is the program's failure
+            self._raise_on_fault(code, stderr)
         # the in-sandbox `timeout -s KILL` (copy-out runs) exits 128 + 9
         timed_out = pumped.timed_out or (
             copy_back is not None and code == 137 and duration >= limit
         )
         notes: list[str] = []
+        if breached:
+            notes.append(
+                f"the run went over its memory bound ({self.config.run_memory_mb} MiB "
+                "in all) and was killed"
+            )
         if copy_back is not None and pumped.archive is not None:
             if pumped.archive_cut:
                 notes.append("the workspace copy-out was over its limit; changes not copied back")
@@ -362,7 +394,15 @@ class Sandbox:
             timed_out=timed_out,
             duration_s=duration,
             truncated=pumped.stdout_total > cap or pumped.stderr_total > cap,
+            resource_exceeded="memory" if breached else None,
         )
+
+    def _raise_on_fault(self, code: int, stderr: str) -> None:
+        """Raise SandboxFaultError when prlimit, bubblewrap or the launcher failed to set up."""
+        if code == 1 and stderr.startswith("prlimit:"):
+            raise SandboxFaultError(f"prlimit failed: {stderr.strip()[:500]}")
+        if self.isolated and code == 1 and stderr.startswith(("bwrap:", launch_.SETUP_PREFIX)):
+            raise SandboxFaultError(f"bubblewrap failed: {stderr.strip()[:500]}")
 
     def _command(
         self,
@@ -372,32 +412,30 @@ class Sandbox:
         copy_in: int | None,
         copy_out: int | None,
         limit_s: float,
+        mounted: Mapping[str, str] | None = None,
     ) -> list[str]:
         """The bubblewrap argv: namespaces, read-only root, three capped tmpfs, prlimit inside."""
         if self.config.unsandboxed:
             return list(argv)
         assert self._bwrap is not None and self._prlimit is not None
-        cfg = self.config
-        sizes = {"/dev/shm": cfg.shm_mb, "/tmp": cfg.tmp_mb, _WORKDIR: cfg.workspace_mb}
-        cmd = io_.bwrap_argv(self._bwrap, self._system_binds, sizes, env)
+        ids = None if self._as_root or not mounted else (os.getuid(), os.getgid())
+        binds, sizes = self._system_binds, self._tmpfs_sizes()
+        cmd = io_.bwrap_argv(self._bwrap, binds, sizes, env, mounted, ids)
         cmd += ["--", *self._rlimit_argv(self._prlimit)]
         if copy_in is None and copy_out is None:
             return [*cmd, *argv]
         script = io_.wrapper_script(copy_in_fd=copy_in, copy_out_fd=copy_out, limit_s=limit_s)
         return [*cmd, "/bin/bash", "-c", script, "bash", *argv]
 
-    def _rlimit_argv(self, prlimit: str) -> list[str]:
-        """util-linux `prlimit` setting the rlimits of `config`, then `--`."""
+    def _tmpfs_sizes(self) -> dict[str, int]:
         cfg = self.config
-        return [
-            prlimit,
-            f"--cpu={cfg.cpu_s}:{cfg.cpu_s + 1}",
-            f"--as={cfg.memory_mb * _MIB}",
-            f"--fsize={cfg.file_size_mb * _MIB}",
-            f"--nproc={cfg.max_processes}",
-            "--core=0",
-            "--",
-        ]
+        return {"/dev/shm": cfg.shm_mb, "/tmp": cfg.tmp_mb, _WORKDIR: cfg.workspace_mb}
+
+    def _rlimit_argv(self, prlimit: str) -> list[str]:
+        """util-linux `prlimit` setting the rlimits of `config` and `bounds`, then `--`."""
+        bounds = self.bounds
+        nproc = bounds.tasks if bounds.mechanism == "fallback" else self.config.max_processes
+        return launch_.rlimit_argv(prlimit, self.config, bounds.process_memory_bytes, nproc)
 
     def _environment(self, workdir: Path | None, extra: Mapping[str, str] | None) -> dict[str, str]:
         home = str(workdir) if self.config.unsandboxed and workdir else _WORKDIR
@@ -423,19 +461,7 @@ class Sandbox:
         """
         if self._prlimit is not None:
             return [*self._rlimit_argv(self._prlimit), *cmd], None
-        return cmd, self._limits
-
-    def _limits(self) -> None:
-        """Apply rlimits in the child before exec (runs in the forked process)."""
-        cfg = self.config
-        for limit, value in (
-            (resource.RLIMIT_CPU, (cfg.cpu_s, cfg.cpu_s + 1)),
-            (resource.RLIMIT_AS, (cfg.memory_mb * _MIB,) * 2),
-            (resource.RLIMIT_FSIZE, (cfg.file_size_mb * _MIB,) * 2),
-            (resource.RLIMIT_NPROC, (cfg.max_processes,) * 2),
-            (resource.RLIMIT_CORE, (0, 0)),
-        ):
-            resource.setrlimit(limit, value)
+        return cmd, functools.partial(launch_.set_rlimits, self.config)
 
     def _spawn(
         self,
@@ -449,33 +475,92 @@ class Sandbox:
         stdout: int | IO[bytes],
         stderr: int | IO[bytes],
         stdin_pipe: bool = True,
-    ) -> subprocess.Popen[bytes]:
+    ) -> tuple[_SandboxPopen, limits_.RunResources]:
         """Start `argv` under bubblewrap and the rlimits in a session of its own.
 
         Runs as uid 65534 when nightschool runs as root; its own session lets a
         timeout kill the whole process group. `copy_in` / `copy_out` are
         descriptors passed to the in-sandbox wrapper (`_io.wrapper_script`).
+        Under a cgroup, or with the tmpfs mounted by nightschool, the launcher
+        (`_launch.Launcher`) puts the run into its cgroup and mounts before
+        bubblewrap starts.
+
+        Returns:
+            The process, and what the run holds on the host: release it once
+            the process is reaped.
 
         Raises:
-            SandboxFaultError: the process could not be started.
+            SandboxFaultError: the process, or its cgroup, could not be started.
         """
-        drop_privileges = self._as_root and self.isolated
         environment = self._environment(workdir, env)
-        cmd = self._command(argv, environment, copy_in=copy_in, copy_out=copy_out, limit_s=limit_s)
+        held = self._hold()
+        try:
+            cmd = self._command(
+                argv,
+                environment,
+                copy_in=copy_in,
+                copy_out=copy_out,
+                limit_s=limit_s,
+                mounted=held.mounted,
+            )
+            cmd, drop_privileges = launch_.wrap(
+                self._launcher,
+                cmd,
+                procs=held.cgroup.procs if held.cgroup is not None else [],
+                mounted=held.mounted,
+                sizes_mb=self._tmpfs_sizes(),
+                inodes=self.config.max_inodes,
+                uid=NOBODY_UID if self._as_root and self.isolated else None,
+            )
+            return self._popen(
+                cmd,
+                workdir,
+                environment,
+                pass_fds=tuple(fd for fd in (copy_in, copy_out) if fd is not None),
+                drop_privileges=drop_privileges,
+                stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+            ), held
+        except BaseException:
+            held.release()
+            raise
+
+    def _hold(self) -> limits_.RunResources:
+        """Make the run's cgroup and its tmpfs mount points, as `bounds` asks."""
+        if not self.isolated:
+            return limits_.RunResources()
+        try:
+            return limits_.hold(self._hierarchy, self.bounds, tuple(self._tmpfs_sizes()))
+        except limits_.LimitsError as exc:
+            raise SandboxFaultError(str(exc)) from exc
+
+    def _popen(
+        self,
+        cmd: list[str],
+        workdir: Path | None,
+        environment: dict[str, str],
+        *,
+        pass_fds: tuple[int, ...],
+        drop_privileges: bool,
+        stdin: int,
+        stdout: int | IO[bytes],
+        stderr: int | IO[bytes],
+    ) -> _SandboxPopen:
         preexec = None
         if not self.isolated:
             cmd, preexec = self._unsandboxed_limits(cmd)
         try:
-            return subprocess.Popen(
+            return _SandboxPopen(
                 cmd,
-                stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
                 cwd=workdir if not self.isolated else "/",
                 env=environment if not self.isolated else {},
                 start_new_session=True,
                 preexec_fn=preexec,
-                pass_fds=tuple(fd for fd in (copy_in, copy_out) if fd is not None),
+                pass_fds=pass_fds,
                 user=NOBODY_UID if drop_privileges else None,
                 group=NOBODY_UID if drop_privileges else None,
                 extra_groups=[] if drop_privileges else None,
@@ -484,9 +569,22 @@ class Sandbox:
             raise SandboxFaultError(f"could not start the sandbox: {exc}") from exc
 
 
+class _SandboxPopen(subprocess.Popen[bytes]):
+    """A sandboxed process; `held` is what its run holds on the host (`popen_in` only)."""
+
+    held: limits_.RunResources | None = None
+
+
 def kill_process_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process group of a process started by `Sandbox.popen_in` (if still alive)."""
+    """SIGKILL a process started by `Sandbox.popen_in` and its whole run (if still alive).
+
+    Its process group is killed, then every task left in the run's cgroup, and
+    the cgroup and mount points are removed; the caller still reaps `proc`.
+    """
     io_.kill_group(proc)
+    held = getattr(proc, "held", None)
+    if held is not None:
+        held.release()
 
 
 def python_argv(script: str, *args: str) -> list[str]:

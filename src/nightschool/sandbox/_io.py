@@ -26,7 +26,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -112,8 +112,18 @@ def bwrap_version(bwrap: str) -> tuple[int, ...] | None:
         return None
 
 
+def tmpfs_perms(path: str) -> str:
+    """Octal mode of a sandbox tmpfs root: sticky and world-writable for /tmp and /dev/shm."""
+    return "1777" if path in ("/tmp", "/dev/shm") else "0777"
+
+
 def bwrap_argv(
-    bwrap: str, binds: list[str], sizes_mb: Mapping[str, int], env: Mapping[str, str]
+    bwrap: str,
+    binds: list[str],
+    sizes_mb: Mapping[str, int],
+    env: Mapping[str, str],
+    mounted: Mapping[str, str] | None = None,
+    ids: tuple[int, int] | None = None,
 ) -> list[str]:
     """Return bubblewrap's argv up to (not including) `--`.
 
@@ -122,14 +132,23 @@ def bwrap_argv(
     >= 0.8), no capabilities, the read-only `binds`, `/proc`, a minimal
     `/dev`, one tmpfs of `sizes_mb[path]` MiB per path (the workspace last, as
     the working directory), then `/dev` and `/` remounted read-only, and
-    `env` as the whole environment.
+    `env` as the whole environment. A path in `mounted` (sandbox path → host
+    directory) is not a new tmpfs but a bind of that host directory: a tmpfs
+    the launcher mounted there with `nr_inodes` (`_launch.Launcher`). `ids`:
+    the uid and gid to show inside (the caller's, when the launcher runs
+    bubblewrap as root of a user namespace of its own).
     """
     cmd = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+    if ids is not None:
+        cmd += ["--uid", str(ids[0]), "--gid", str(ids[1])]
     cmd += ["--new-session", "--cap-drop", "ALL", *binds, "--proc", "/proc", "--dev", "/dev"]
     workdir = "/"
     for path, size_mb in sizes_mb.items():
-        perms = "1777" if path in ("/tmp", "/dev/shm") else "0777"
-        cmd += ["--perms", perms, "--size", str(size_mb * 1024 * 1024), "--tmpfs", path]
+        if mounted and path in mounted:
+            cmd += ["--bind", mounted[path], path]
+        else:
+            size = str(size_mb * 1024 * 1024)
+            cmd += ["--perms", tmpfs_perms(path), "--size", size, "--tmpfs", path]
         workdir = path
     cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workdir, "--clearenv"]
     for key, value in env.items():
@@ -242,6 +261,8 @@ def pump(
     cap: int,
     archive_fd: int | None,
     archive_cap: int,
+    alarm_fd: int | None = None,
+    on_alarm: Callable[[], None] | None = None,
 ) -> Pumped:
     """Feed stdin, read stdout/stderr (first `cap` bytes kept) and the copy-out pipe.
 
@@ -250,25 +271,15 @@ def pump(
     `archive_cap` bytes: the pipe is closed, so GNU tar stops. Closes `archive_fd`. On `timeout_s`
     the whole process group is killed. Returns once the process has been reaped.
     On any exception (KeyboardInterrupt included) the group is killed first.
+    When `alarm_fd` (an eventfd, left open) becomes readable, `on_alarm()` is
+    called once (it kills the run) and the pumping goes on until the end.
     """
     got = Pumped()
     deadline = time.monotonic() + timeout_s
-    sel = selectors.DefaultSelector()
-    assert proc.stdout is not None and proc.stderr is not None
-    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "stderr")
-    if archive_fd is not None:
-        got.archive = tempfile.SpooledTemporaryFile(max_size=4 << 20)  # noqa: SIM115 (caller closes)
-        sel.register(archive_fd, selectors.EVENT_READ, "archive")
     pending = memoryview(stdin or b"")
-    if proc.stdin is not None:
-        if pending:
-            os.set_blocking(proc.stdin.fileno(), False)
-            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
-        else:
-            proc.stdin.close()
+    sel = _selector(proc, got, pending, archive_fd, alarm_fd)
     try:
-        while sel.get_map():
+        while any(key.data != "alarm" for key in sel.get_map().values()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 got.timed_out = True
@@ -276,6 +287,10 @@ def pump(
             for key, _ in sel.select(remaining):
                 if key.data == "stdin":
                     pending = _feed(sel, proc, pending)
+                elif key.data == "alarm":
+                    sel.unregister(key.fd)
+                    if on_alarm is not None:
+                        on_alarm()
                 else:
                     _drain(sel, key.fd, str(key.data), got, cap, archive_cap)
         if not got.timed_out:
@@ -299,6 +314,32 @@ def pump(
                 with contextlib.suppress(OSError):
                     stream.close()
     return got
+
+
+def _selector(
+    proc: subprocess.Popen[bytes],
+    got: Pumped,
+    pending: memoryview,
+    archive_fd: int | None,
+    alarm_fd: int | None,
+) -> selectors.BaseSelector:
+    """Register the run's pipes and the alarm; close stdin at once if there is nothing to feed."""
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "stderr")
+    if archive_fd is not None:
+        got.archive = tempfile.SpooledTemporaryFile(max_size=4 << 20)  # noqa: SIM115 (caller closes)
+        sel.register(archive_fd, selectors.EVENT_READ, "archive")
+    if alarm_fd is not None:
+        sel.register(alarm_fd, selectors.EVENT_READ, "alarm")
+    if proc.stdin is not None:
+        if pending:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+        else:
+            proc.stdin.close()
+    return sel
 
 
 def _feed(
