@@ -59,6 +59,20 @@ def test_a_healthy_machine_passes_every_check() -> None:
 # -- sandbox --------------------------------------------------------------------------------
 
 
+def test_the_sandbox_line_names_the_run_bound_in_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, checks = run_doctor()
+    detail = checks["sandbox"]["detail"]
+    mechanism = Sandbox().bounds.mechanism
+    assert f"run bound: {mechanism}" in detail and "1024 MiB" in detail, detail
+    monkeypatch.setenv("NIGHTSCHOOL_SANDBOX_LIMITS", "fallback")
+    code, checks = run_doctor()
+    detail = checks["sandbox"]["detail"]
+    assert code == 0 and checks["sandbox"]["status"] == "ok"
+    assert "run bound: fallback (rlimits): 16 tasks x 64 MiB address space = 1024 MiB" in detail
+    if os.geteuid() == 0:
+        assert "20,000 inodes per tmpfs" in detail
+
+
 def test_the_sandbox_probe_catches_a_sandbox_that_leaks() -> None:
     with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"):
         leaky = Sandbox(SandboxConfig(unsandboxed=True))

@@ -7,7 +7,9 @@ Each check is cheap (about a second in all) and says how to fix what it finds:
   non-loopback address, to write a file into a host directory outside its
   workspace, and reads a secret planted in the parent's environment. The
   listeners' accept queues and the file system are inspected from the host,
-  so a probe that lies cannot pass; it also reports its uid and rlimits.
+  so a probe that lies cannot pass; it also reports its uid and rlimits. The
+  line names the bound on a whole run in force (cgroup2, cgroup1 or the rlimit
+  fallback: memory and tasks per run) and the tmpfs inode bound.
 - model: the files of the model the settings select are present (packaged,
   assembled, or every part installed with the right total size) and start with
   a valid GGUF header whose `general.name` is the catalog's. Nothing is loaded
@@ -204,11 +206,18 @@ def check_sandbox(sandbox: Sandbox | None = None) -> Check:
     except (ValueError, IndexError):
         detail = f"the probe did not run (exit {result.returncode}): {result.output_tail(300)}"
         return Check("sandbox", "fail", detail, fix_bwrap, infra)
-    return _judge_probe(report, escapes, result.duration_s)
+    return _judge_probe(report, escapes, result.duration_s, sandbox.bounds.describe())
 
 
-def _judge_probe(report: dict[str, Any], escapes: list[str], seconds: float) -> Check:
-    """Turn the probe's own report and the host-side findings into the `sandbox` line."""
+def _judge_probe(
+    report: dict[str, Any], escapes: list[str], seconds: float, bounds: str = ""
+) -> Check:
+    """Turn the probe's own report and the host-side findings into the `sandbox` line.
+
+    `bounds` is the sandbox's run bound (`Sandbox.bounds.describe()`): the
+    mechanism in force (cgroup2, cgroup1 or the rlimit fallback), the memory
+    and task bound of a whole run, the tmpfs inode bound.
+    """
     for label in ("loopback", "outside"):
         if report.get(label) == "connected":
             escapes.append(f"connected to the {label} address (by its own report)")
@@ -235,7 +244,7 @@ def _judge_probe(report: dict[str, Any], escapes: list[str], seconds: float) -> 
         f"nothing on the host ({writes}); no planted secret seen; uid {report.get('uid')}, "
         f"at most {report.get('nproc')} processes"
     )
-    return Check("sandbox", "ok", detail)
+    return Check("sandbox", "ok", detail + (f"; run bound: {bounds}" if bounds else ""))
 
 
 # -- model ----------------------------------------------------------------------------------
