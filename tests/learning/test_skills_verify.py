@@ -27,7 +27,7 @@ from nightschool.evals.curve import (
     run_curve,
 )
 from nightschool.learning.skills import learn_skill, passing_code, recall
-from nightschool.learning.verify import VERIFY_SEED_BASE, PairedVerifier
+from nightschool.learning.verify import VERIFY_SEED_BASE, PairedVerifier, evidence
 from nightschool.llm import Message, ScriptedModel
 from nightschool.memory import SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
@@ -149,6 +149,11 @@ def test_verifier_promotes_only_a_candidate_that_wins_its_pairs(
     # two ties leave at most 4 candidate-only wins of 6: the gate could not promote, so
     # the comparison stops there (curtailed) instead of solving 4 more renderings
     assert len(useless.with_candidate) == 2 and useless.record()["curtailed"] == 4
+    # and says so: counts over what was solved, not over k
+    assert evidence(useless.record()) == (
+        "0/2 with it vs 0/2 without; stopped after 2 of 6: the gate could no longer promote"
+    )
+    assert evidence(record) == "6/6 with it vs 0/6 without"
     kinds = store.query("SELECT task_kind, COUNT(*) FROM trajectories GROUP BY task_kind")
     # 6 control runs (cached, solved once) + 6 + 2 candidate runs, single attempt each
     assert dict(kinds) == {"verification": 14}

@@ -42,6 +42,8 @@ def _lesson_line(cycle: Any) -> str | None:
 
 
 def _skill_line(cycle: Any) -> str | None:
+    from nightschool.learning.verify import evidence  # function-local: CLI start-up time
+
     outcome = cycle.skill
     if outcome is None or outcome.status not in ("written", "reinforced"):
         return None
@@ -52,9 +54,8 @@ def _skill_line(cycle: Any) -> str | None:
     c = outcome.comparison
     verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
     return (
-        f"    skill written {outcome.skill_id}, {verdict}: {c.get('passes_with')}/{c.get('k')} "
-        f"fresh renderings with it vs {c.get('passes_without')}/{c.get('k')} without "
-        f"({c.get('test')})"
+        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings "
+        f"{evidence(c)} ({c.get('test')})"
     )
 
 
@@ -374,6 +375,8 @@ def kept_summary(results: list[Any]) -> list[str]:
         Lines for the console: one per kept lesson or skill, one counting what
         was not kept (by reason), and one `what it changed` sentence.
     """
+    from nightschool.learning.verify import evidence  # function-local: CLI start-up time
+
     lines: list[str] = []
     lessons = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
     skills = [
@@ -384,13 +387,8 @@ def kept_summary(results: list[Any]) -> list[str]:
     for outcome in lessons:
         trigger = outcome.candidate.trigger if outcome.candidate else ""
         c = outcome.comparison or {}
-        k = c.get("k")
-        evidence = (
-            f" ({c.get('passes_with')}/{k} with it vs {c.get('passes_without')}/{k} without)"
-            if c
-            else ""
-        )
-        lines.append(f"kept: lesson {outcome.lesson_id}, verified{evidence}: {trigger[:80]}")
+        said = f" ({evidence(c)})" if c else ""
+        lines.append(f"kept: lesson {outcome.lesson_id}, verified{said}: {trigger[:80]}")
     for skill in skills:
         state = "verified" if skill.verified else "not verified"
         lines.append(f"kept: skill {skill.skill_id} ({skill.status}, {state})")

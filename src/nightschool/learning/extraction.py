@@ -20,7 +20,7 @@ from typing import Any
 from nightschool.challenges import Challenge
 from nightschool.errors import InfrastructureError
 from nightschool.learning.guard import generalization_problem
-from nightschool.learning.verify import PairedVerifier
+from nightschool.learning.verify import PairedVerifier, evidence
 from nightschool.llm import ChatModel
 from nightschool.memory import DOMAINS, LearnResult, Lesson, RetrievedLesson, SkillMemory
 from nightschool.solver.core import Solver, SolveResult
@@ -294,9 +294,7 @@ class LessonExtractor:
             return ExtractionOutcome(
                 "rejected",
                 "verification: the gate did not promote the lesson "
-                f"({comparison['passes_with']}/{comparison['k']} with it vs "
-                f"{comparison['passes_without']}/{comparison['k']} without; "
-                f"{comparison['test']})",
+                f"({evidence(comparison)}; {comparison['test']})",
                 None,
                 candidate,
                 comparison,

@@ -102,6 +102,7 @@ class Verification:
             "seeds": list(self.seeds),
             "with": [_flag(self.with_candidate.get(s)) for s in self.seeds],
             "without": [_flag(self.without.get(s)) for s in self.seeds],
+            "solved": len(self.with_candidate),
             "passes_with": sum(self.with_candidate.values()),
             "passes_without": sum(self.without.values()),
             "promote": self.helps,
@@ -114,6 +115,24 @@ class Verification:
             "curtailed": self.curtailed,
             "infrastructure_error": self.infrastructure_error,
         }
+
+
+def evidence(record: dict[str, Any]) -> str:
+    """`Verification.record()` in words: `2/6 with it vs 0/6 without`, and why fewer were solved.
+
+    The counts are over the renderings solved in both arms; when curtailment
+    stopped early (the gate could no longer promote), the sentence says so
+    instead of dividing by `k` as if all had been solved.
+    """
+    k = record.get("k")
+    solved = record.get("solved", k)
+    text = (
+        f"{record.get('passes_with')}/{solved} with it vs "
+        f"{record.get('passes_without')}/{solved} without"
+    )
+    if record.get("curtailed"):
+        text += f"; stopped after {solved} of {k}: the gate could no longer promote"
+    return text
 
 
 def _flag(passed: bool | None) -> int | None:
