@@ -65,6 +65,12 @@ class Settings(BaseSettings):
         default=512, description="Completion cap sent with every model request, tokens."
     )
     temperature: float = Field(default=0.2, description="Sampling temperature for the solver.")
+    threads: int | None = Field(
+        default=None,
+        gt=0,
+        description="CPU threads of the embedded model (NIGHTSCHOOL_THREADS); unset: all usable "
+        "CPUs but one, at least 1 (one stays free for the sandbox and the store).",
+    )
     database_url: str | None = Field(
         default=None,
         description="A PostgreSQL database to use instead of the home's SQLite file "

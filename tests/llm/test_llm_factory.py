@@ -31,6 +31,16 @@ def test_a_catalog_name_selects_that_model() -> None:
     assert isinstance(make_model(Settings(model="qwen2.5-coder-0.5b")), EmbeddedModel)
 
 
+def test_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert make_model(Settings(model="smollm2-135m")).config.n_threads is None  # the default rule
+    monkeypatch.setenv("NIGHTSCHOOL_THREADS", "2")
+    model = make_model(Settings(model="smollm2-135m"))
+    assert isinstance(model, EmbeddedModel) and model.config.n_threads == 2
+    monkeypatch.setenv("NIGHTSCHOOL_THREADS", "0")
+    with pytest.raises(ValueError, match="threads"):
+        Settings()
+
+
 def test_the_suite_runs_on_the_small_model() -> None:
     # tests/conftest.py sets NIGHTSCHOOL_MODEL=smollm2-135m for every test.
     model = make_model(Settings())
