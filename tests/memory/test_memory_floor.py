@@ -7,7 +7,7 @@ from bench.data.retrieval_evalset import LESSONS
 from bench.data.unrelated_requests import UNRELATED_REQUESTS
 
 from nightschool.memory import HashingEmbedder, MemoryConfig, MiniLMEmbedder, SkillMemory
-from nightschool.memory._indexed import DEFAULT_RELEVANCE_FLOOR
+from nightschool.memory._tuning import DEFAULT_RELEVANCE_FLOOR
 from nightschool.store import Store
 
 EVERYDAY = [

@@ -1,21 +1,38 @@
-"""Playbook records without vectors: feedback counters and reading (base of `SkillMemory`).
+"""The playbook's rows in the store: `PlaybookRecords` (no vectors, no policy).
 
 Lessons and skills share the `lessons` table (column `kind`), so every counter,
-`set_verified` and the readers here work the same for both kinds.
+`set_verified` and the readers here work the same for both kinds. The row
+writes (`insert`, `reinforce`, `archive`, ...) run on a connection the caller
+got from `PlaybookIndex.writing()`, which keeps the vector index in step; the
+decisions (what is a duplicate, what gets archived) belong to `PlaybookWriter`.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from nightschool.errors import UserError
 from nightschool.memory._model import FORMAT_VERSION, KINDS, Kind, Lesson
-from nightschool.memory._rows import SELECT_LESSON, epoch_now, to_lesson
+from nightschool.memory._rows import (
+    ARCHIVE_COPY_COLUMNS,
+    MAX_REINFORCED_BY,
+    RESTORE_COLUMNS,
+    SELECT_LESSON,
+    any_of,
+    epoch_now,
+    new_lesson_id,
+    to_blob,
+    to_lesson,
+)
 from nightschool.redact import redact
 from nightschool.store import Store
 
@@ -41,10 +58,16 @@ def check_kind(kind: str | None) -> None:
 
 
 class PlaybookRecords:
-    """Counters and reads over the `lessons` tables; `SkillMemory` adds vectors.
+    """The `lessons` and `lessons_archive` tables: counters, reads and row writes.
+
+    Thread-safe: the counters take the store's re-entrant lock (`Store.lock`)
+    and run in their own `store.transaction()`; reads go through `Store.query`
+    (which serialises on the same lock). The row writes take the
+    open connection of the caller's transaction and change rows only; mirroring
+    vectors is the caller's part (`PlaybookIndex.mirror`, `PlaybookIndex.forget`).
 
     Args:
-        store: an open `Store`.
+        store: an open `Store` (migrated to `m006_skills`).
     """
 
     def __init__(self, store: Store) -> None:
@@ -284,3 +307,204 @@ class PlaybookRecords:
             if len(rows) < EXPORT_PAGE:
                 return
             after = (rows[-1][0], rows[-1][1])
+
+    # -- rowid reads (for the retriever) -----------------------------------------
+
+    def by_rowid(self, rowids: Sequence[int]) -> dict[int, Lesson]:
+        """The rows with these rowids that still exist, as `{rowid: Lesson}` (any kind)."""
+        if not rowids:
+            return {}
+        in_rowids, rowid_list = any_of(self.store.dialect, rowids)
+        rows = self.store.query(
+            f"SELECT rowid, {SELECT_LESSON} FROM lessons WHERE rowid {in_rowids}", (rowid_list,)
+        )
+        return {int(row[0]): to_lesson(row[1:]) for row in rows}
+
+    def made_from(
+        self, kind: Kind, hashes: Collection[str], templates: Collection[str]
+    ) -> set[int]:
+        """Rowids of `kind` made from one of these challenge hashes or templates.
+
+        Args:
+            kind: `lesson` or `skill`.
+            hashes: challenge hashes (`challenge_hash` column).
+            templates: template names (`template` column).
+
+        Returns:
+            The matching rowids; an empty set when both collections are empty.
+        """
+        if not hashes and not templates:
+            return set()
+        in_hashes, hash_list = any_of(self.store.dialect, sorted(hashes))
+        in_templates, template_list = any_of(self.store.dialect, sorted(templates))
+        rows = self.store.query(
+            f"SELECT rowid FROM lessons WHERE kind = ? AND (challenge_hash {in_hashes} OR "
+            f"template {in_templates})",
+            (kind, hash_list, template_list),
+        )
+        return {int(row[0]) for row in rows}
+
+    # -- row writes, on the caller's write transaction ----------------------------
+
+    def insert(
+        self,
+        conn: sqlite3.Connection,
+        values: Mapping[str, Any],
+        vector: npt.NDArray[np.float32],
+        embedding_model: str,
+    ) -> tuple[str, int]:
+        """Insert one row under a freshly drawn id.
+
+        Args:
+            conn: the open write transaction's connection.
+            values: column -> value (`domains` as a JSON list; `created_at` and
+                `updated_at`, in epoch seconds, default to now).
+            vector: the entry's embedding, shape `(dim,)`, stored as a float32 BLOB.
+            embedding_model: the embedder's name, stored beside the vector.
+
+        Returns:
+            `(id, rowid)` of the new row.
+
+        Raises:
+            RuntimeError: five drawn ids were all taken already.
+        """
+        now = epoch_now()
+        row = {
+            "created_at": now,
+            "updated_at": now,
+            **values,
+            "embedding": to_blob(vector),
+            "embedding_model": embedding_model,
+        }
+        columns = ", ".join(("id", *row))
+        marks = ", ".join("?" * (len(row) + 1))
+        for _ in range(5):
+            lesson_id = new_lesson_id()
+            try:
+                cursor = conn.execute(
+                    f"INSERT INTO lessons ({columns}) VALUES ({marks})", (lesson_id, *row.values())
+                )
+            except sqlite3.IntegrityError:  # id collision: draw another
+                continue
+            assert cursor.lastrowid is not None
+            return lesson_id, cursor.lastrowid
+        raise RuntimeError("could not draw an unused lesson id in 5 tries")
+
+    def insert_restored(
+        self,
+        conn: sqlite3.Connection,
+        values: Sequence[Any],
+        vector: npt.NDArray[np.float32],
+        embedding_model: str,
+    ) -> int | None:
+        """Insert one `restore_values` tuple as it is, unless its id is taken.
+
+        Returns:
+            The new rowid, or None when a row with that id already exists.
+        """
+        columns = ", ".join(RESTORE_COLUMNS)
+        marks = ", ".join("?" * len(RESTORE_COLUMNS))
+        cursor = conn.execute(
+            f"INSERT OR IGNORE INTO lessons ({columns}) VALUES ({marks})",
+            (*values, to_blob(vector), embedding_model),
+        )
+        if cursor.rowcount == 1 and cursor.lastrowid is not None:
+            return cursor.lastrowid
+        return None
+
+    @staticmethod
+    def reinforce(
+        conn: sqlite3.Connection,
+        rowid: int,
+        *,
+        trajectory_id: str,
+        source: str,
+        step: float,
+        extra_update: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Count a near-duplicate of the row at `rowid`; the row must exist.
+
+        Adds 1 to `reinforcements`, moves confidence `step` (0..1] of the way to
+        1, merges `extra_update` into `extra` and appends `{trajectory_id,
+        source, at}` to `extra["reinforced_by"]` (the last `MAX_REINFORCED_BY` kept).
+        """
+        confidence, extra_text = conn.execute(
+            "SELECT confidence, extra FROM lessons WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        extra = json.loads(extra_text)
+        extra.update(extra_update or {})
+        history = builtins.list(extra.get("reinforced_by", []))
+        history.append(
+            {
+                "trajectory_id": trajectory_id,
+                "source": source,
+                "at": datetime.now(UTC).isoformat(),
+            }
+        )
+        extra["reinforced_by"] = history[-MAX_REINFORCED_BY:]
+        conn.execute(
+            "UPDATE lessons SET reinforcements = reinforcements + 1, confidence = ?, "
+            "extra = ?, updated_at = ? WHERE rowid = ?",
+            (
+                min(1.0, confidence + step * (1.0 - confidence)),
+                json.dumps(extra, sort_keys=True),
+                epoch_now(),
+                rowid,
+            ),
+        )
+
+    @staticmethod
+    def rowids_of(
+        conn: sqlite3.Connection, *, trajectory_id: str | None = None, lesson_id: str | None = None
+    ) -> builtins.list[int]:
+        """Rowids (ascending) of the rows from `trajectory_id`, or of the row `lesson_id`.
+
+        Raises:
+            ValueError: not exactly one of the two is given.
+        """
+        if (trajectory_id is None) == (lesson_id is None):
+            raise ValueError("give exactly one of trajectory_id and lesson_id")
+        column, value = (
+            ("source_trajectory_id", trajectory_id) if lesson_id is None else ("id", lesson_id)
+        )
+        rows = conn.execute(
+            f"SELECT rowid FROM lessons WHERE {column} = ? ORDER BY rowid", (value,)
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def archive(self, conn: sqlite3.Connection, rowids: Sequence[int], reason: str) -> None:
+        """Copy these rows to `lessons_archive` (with time and `reason`), then delete them."""
+        if not rowids:
+            return
+        in_rowids, ids = any_of(self.store.dialect, rowids)
+        conn.execute(
+            f"INSERT INTO lessons_archive ({ARCHIVE_COPY_COLUMNS}, archived_at, archive_reason) "
+            f"SELECT {ARCHIVE_COPY_COLUMNS}, ?, ? FROM lessons "
+            f"WHERE rowid {in_rowids} ORDER BY rowid",
+            (epoch_now(), reason, ids),
+        )
+        conn.execute(f"DELETE FROM lessons WHERE rowid {in_rowids}", (ids,))
+
+    @staticmethod
+    def cap_victims(
+        conn: sqlite3.Connection, *, kind: Kind, keep_rowid: int, cap: int
+    ) -> builtins.list[int]:
+        """Rowids of the least useful unverified entries of `kind` beyond `cap` entries.
+
+        Empty unless `kind` has more than `cap` rows; at most the excess; never a
+        verified row and never `keep_rowid`. Order: (helpful + passes - failures),
+        then confidence, then last update, then id.
+        """
+        count = conn.execute("SELECT count(*) FROM lessons WHERE kind = ?", (kind,)).fetchone()
+        excess = int(count[0]) - cap
+        if excess <= 0:
+            return []
+        return [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT rowid FROM lessons WHERE kind = ? AND verified = 0 AND rowid != ? "
+                "ORDER BY times_helpful + times_followed_by_pass - times_followed_by_failure, "
+                "confidence, updated_at, id LIMIT ?",
+                (kind, keep_rowid, excess),
+            )
+        ]

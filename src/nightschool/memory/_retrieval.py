@@ -1,23 +1,21 @@
-"""Hybrid retrieval over one kind of playbook entry, behind a relevance floor."""
+"""`Retriever`: hybrid retrieval over one kind of playbook entry, behind a relevance floor."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Sequence
 
-from nightschool.memory._indexed import IndexedPlaybook
-from nightschool.memory._model import Kind, Lesson, RetrievedLesson
-from nightschool.memory._records import check_kind
-from nightschool.memory._rows import SELECT_LESSON, any_of, to_lesson
+from nightschool.memory._model import Kind, Lesson, MemoryConfig, RetrievedLesson
+from nightschool.memory._playbook_index import PlaybookIndex
+from nightschool.memory._records import PlaybookRecords, check_kind
+from nightschool.memory._rows import SAME_CODE_CHALLENGES
+from nightschool.memory._tuning import relevance_floor, vector_weight
 
 FILTER_IN_PYTHON_MAX = 1000
 """Up to this many rows of the other kind, BM25 asks for that many more rows and
 drops them in Python; above it (or when this kind is the smaller one) SQL filters
 by kind. Measured at 10k lessons with 44 skills: lesson retrieval 1.9 ms p50 with
 the Python filter against 4.6-5.1 ms with a SQL join (query embedding cached)."""
-
-SAME_CODE_CHALLENGES = "same_code_challenges"
-"""`extra` key of a skill: other challenges whose passing code was this skill's code."""
 
 
 def _as_set(values: Collection[str] | str) -> frozenset[str]:
@@ -26,8 +24,45 @@ def _as_set(values: Collection[str] | str) -> frozenset[str]:
     return frozenset(str(v) for v in items if str(v).strip())
 
 
-class RetrievingPlaybook(IndexedPlaybook):
-    """Adds `retrieve` to `IndexedPlaybook`; see `SkillMemory` for the constructor."""
+Scored = tuple[float, str, int, float]
+"""(score with the cluster boost, id, rowid, fused score) of one candidate."""
+
+
+class Retriever:
+    """Ranks playbook entries for a request: candidates, fusion, floor, guards.
+
+    Reads rows through `records` and candidates through `index`; writes nothing.
+    Thread-safe: a retrieval holds the store's re-entrant lock.
+
+    Args:
+        records: the playbook's rows.
+        index: the vector and lexical indices over those rows.
+        config: tuning (`candidates`, `fusion`, `bm25_half`, `rrf_k`,
+            `cluster_boost`, the floors and the vector weight).
+    """
+
+    def __init__(
+        self, records: PlaybookRecords, index: PlaybookIndex, config: MemoryConfig
+    ) -> None:
+        self.records = records
+        self.index = index
+        self.config = config
+        self._lock = records.store.lock
+
+    @property
+    def vector_weight(self) -> float:
+        """Weight (0..1) of the vector side in fusion (BM25 gets 1 - this); see `_tuning`."""
+        return vector_weight(self.config, self.index.embedder)
+
+    def relevance_floor(self, kind: Kind = "lesson") -> float:
+        """The fused score (0..1) below which `retrieve` drops an entry of `kind`.
+
+        `config.min_score` / `config.min_skill_score` when set; otherwise the
+        embedder's `relevance_floor` (`skill_relevance_floor` for skills, falling
+        back to `relevance_floor`), else `DEFAULT_RELEVANCE_FLOOR`; 0 under
+        `fusion="rrf"` with no explicit floor.
+        """
+        return relevance_floor(self.config, self.index.embedder, kind)
 
     def retrieve(
         self,
@@ -82,42 +117,32 @@ class RetrievingPlaybook(IndexedPlaybook):
         floor = self.relevance_floor(kind) if min_score is None else float(min_score)
         hashes, templates = _as_set(exclude_challenge_hashes), _as_set(exclude_templates)
         with self._lock:
-            self._sync_index()
-            index = self._indices[kind]
-            if len(index) == 0:
+            self.index.sync()
+            vectors = self.index.vectors[kind]
+            if len(vectors) == 0:
                 return []
-            excluded = self._excluded(kind, hashes, templates)
+            excluded = self.records.made_from(kind, hashes, templates)
             n = self.config.candidates + len(excluded)
-            others = len(self._meta) - len(index)
+            others = len(self.index.entries) - len(vectors)
             # Both kinds share the FTS index. When the other kind is small, BM25
             # returns that many more rows and they are dropped here (exact, and
             # nearly free); otherwise SQL keeps only this kind (`_lexical`).
-            sql_kind = kind if others > min(len(index), FILTER_IN_PYTHON_MAX) else None
-            args = (query, n + (others if sql_kind is None else 0), len(self._meta))
-            reader = None if self.store.connection.in_transaction else self._lexical.open_reader()
-            lexical = (
-                self._worker().submit(self._lexical.search, *args, reader, sql_kind)
-                if reader is not None
-                else None
+            sql_kind = kind if others > min(len(vectors), FILTER_IN_PYTHON_MAX) else None
+            lexical_n = n + (others if sql_kind is None else 0)
+            found = self.index.search(query, kind, n, lexical_n=lexical_n, lexical_kind=sql_kind)
+            vec_keys = [key for key in found.vector_keys if key not in excluded]
+            mine = (
+                (key, s)
+                for key, s in found.lexical.items()
+                if key in vectors and key not in excluded
             )
-            try:
-                qvec = self._embed_query(query)
-                found, _ = index.search(qvec, n)
-            finally:
-                hits = (
-                    lexical.result()
-                    if lexical is not None
-                    else self._lexical.search(*args, None, sql_kind)
-                )
-            vec_keys = [int(key) for key in found if int(key) not in excluded]
-            mine = ((key, s) for key, s in hits.items() if key in index and key not in excluded)
             bm25 = dict(itertools.islice(mine, n))
             candidates = list(dict.fromkeys([*vec_keys, *bm25]))
-            cosine = index.scores(qvec, candidates)
+            cosine = vectors.scores(found.query_vector, candidates)
             fused = self._fuse(vec_keys, bm25, cosine)
-            scored = []
+            scored: list[Scored] = []
             for rowid in candidates:
-                entry = self._meta.get(rowid)
+                entry = self.index.entries.get(rowid)
                 base = fused.get(rowid, 0.0)
                 if entry is None or entry.kind != kind or base < floor:
                     continue
@@ -137,25 +162,17 @@ class RetrievingPlaybook(IndexedPlaybook):
             for rank, (score, _, rowid, base) in enumerate(top, start=1)
         ]
 
-    def _excluded(self, kind: Kind, hashes: frozenset[str], templates: frozenset[str]) -> set[int]:
-        """Rowids of `kind` made from an excluded challenge or template."""
-        if not hashes and not templates:
-            return set()
-        in_hashes, hash_list = any_of(self.store.dialect, sorted(hashes))
-        in_templates, template_list = any_of(self.store.dialect, sorted(templates))
-        rows = self.store.query(
-            f"SELECT rowid FROM lessons WHERE kind = ? AND (challenge_hash {in_hashes} OR "
-            f"template {in_templates})",
-            (kind, hash_list, template_list),
-        )
-        return {int(row[0]) for row in rows}
-
     def _read_top(
-        self, scored: Sequence[tuple[float, str, int, float]], k: int, hashes: frozenset[str]
-    ) -> tuple[list[tuple[float, str, int, float]], dict[int, Lesson]]:
-        """The first `k` scored rows that still exist (and share no code with `hashes`)."""
+        self, scored: Sequence[Scored], k: int, hashes: frozenset[str]
+    ) -> tuple[list[Scored], dict[int, Lesson]]:
+        """The first `k` scored rows that still exist (and share no code with `hashes`).
+
+        The same-code guard: a skill whose code also passed one of `hashes`
+        (`extra["same_code_challenges"]`) is the task's solution under another
+        id, so it is skipped like the entries made from those challenges.
+        """
         wanted = scored if hashes else scored[:k]
-        lessons = self._lessons_by_rowid([item[2] for item in wanted])
+        lessons = self.records.by_rowid([item[2] for item in wanted])
         top = []
         for item in wanted:
             lesson = lessons.get(item[2])
@@ -169,6 +186,7 @@ class RetrievingPlaybook(IndexedPlaybook):
     def _fuse(
         self, vec_keys: Sequence[int], bm25: dict[int, float], cosine: dict[int, float]
     ) -> dict[int, float]:
+        """Fused scores (0..1) per rowid: `config.fusion` of the vector and lexical sides."""
         cfg = self.config
         wv = self.vector_weight
         wb = 1.0 - wv
@@ -185,12 +203,3 @@ class RetrievingPlaybook(IndexedPlaybook):
             lexical = bm25.get(key, 0.0)
             fused[key] = wv * max(cosine.get(key, 0.0), 0.0) + wb * lexical / (lexical + half)
         return fused
-
-    def _lessons_by_rowid(self, rowids: Sequence[int]) -> dict[int, Lesson]:
-        if not rowids:
-            return {}
-        in_rowids, rowid_list = any_of(self.store.dialect, rowids)
-        rows = self.store.query(
-            f"SELECT rowid, {SELECT_LESSON} FROM lessons WHERE rowid {in_rowids}", (rowid_list,)
-        )
-        return {int(row[0]): to_lesson(row[1:]) for row in rows}

@@ -65,6 +65,9 @@ The template bank's reference solutions are 137-1,412 characters."""
 MAX_REINFORCED_BY = 50
 """Entries kept in `extra["reinforced_by"]` (the count lives in `reinforcements`)."""
 
+SAME_CODE_CHALLENGES = "same_code_challenges"
+"""`extra` key of a skill: other challenges whose passing code was this skill's code."""
+
 
 def new_lesson_id() -> str:
     """`L-` plus 12 random hex digits (48 bits: collision odds ~2e-5 at 100k lessons)."""

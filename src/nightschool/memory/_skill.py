@@ -1,34 +1,39 @@
-"""`SkillMemory`: the playbook of lessons and skills, with hybrid retrieval and retraction."""
+"""`SkillMemory`: the playbook of lessons and skills, a facade over its four parts.
+
+`SkillMemory` holds, and delegates to:
+
+- `records` (`PlaybookRecords`, `_records`): the rows in the store, the
+  feedback counters and the readers;
+- `index` (`PlaybookIndex`, `_playbook_index`): the per-kind vectors and the
+  lexical index over those rows, kept in sync with the database;
+- `retriever` (`Retriever`, `_retrieval`): hybrid ranking behind the
+  relevance floor, with the excluded-challenge and same-code guards;
+- `writer` (`PlaybookWriter`, `_writer`): learning (the duplicate rules of
+  `_dedup`, the size cap), bulk restore and retraction.
+
+Each part takes its collaborators in its constructor and can be built and
+tested alone; the methods below keep the names, signatures and behaviour the
+rest of nightschool uses, and the parts' docstrings hold the detailed rules.
+"""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+import builtins
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from nightschool.memory._lexical_pg import TRIGGER_PHRASE_SQL, trigger_phrase
-from nightschool.memory._model import LearnResult
-from nightschool.memory._retrieval import SAME_CODE_CHALLENGES, RetrievingPlaybook
-from nightschool.memory._rows import (
-    MAX_REINFORCED_BY,
-    code_hash,
-    embedding_text,
-    entry_text,
-    epoch_now,
-    normalise_code,
-    skill_problem,
-    validation_problem,
-)
-from nightschool.memory._text import normalise, tokens
-from nightschool.redact import redact, redact_text
+from nightschool.memory._default import default_embedder
+from nightschool.memory._embed import Embedder
+from nightschool.memory._lexical import LexicalIndex
+from nightschool.memory._model import Kind, LearnResult, Lesson, MemoryConfig, RetrievedLesson
+from nightschool.memory._playbook_index import PlaybookIndex
+from nightschool.memory._records import PlaybookRecords
+from nightschool.memory._retrieval import Retriever
+from nightschool.memory._writer import PlaybookWriter
+from nightschool.store import Store
 
 
-class SkillMemory(RetrievingPlaybook):
+class SkillMemory:
     """The playbook: learn lessons and skills, retrieve them for a request, retract them.
 
     Lessons (advice from failures) and skills (a task summary plus the verified
@@ -53,9 +58,58 @@ class SkillMemory(RetrievingPlaybook):
         embedder: the embedding model; None means `default_embedder()` (the
             packaged model), which raises `UserError` if it is not installed.
         config: tuning; None means `MemoryConfig()`.
+
+    Attributes:
+        store: the store given.
+        embedder: the embedding model in use.
+        config: the tuning in use.
+        records: the rows (`PlaybookRecords`).
+        index: the vector and lexical indices (`PlaybookIndex`).
+        retriever: the ranking (`Retriever`).
+        writer: learning, restore and retraction (`PlaybookWriter`).
     """
 
-    # -- lessons ----------------------------------------------------------------
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None = None,
+        config: MemoryConfig | None = None,
+    ) -> None:
+        if embedder is None:
+            embedder = default_embedder()
+        self.store = store
+        self.embedder = embedder
+        self.config = config or MemoryConfig()
+        self.records = PlaybookRecords(store)
+        self.index = PlaybookIndex(store, embedder, self.config)
+        self.retriever = Retriever(self.records, self.index, self.config)
+        self.writer = PlaybookWriter(self.records, self.index, self.config)
+
+    @property
+    def _lexical(self) -> LexicalIndex:
+        """The lexical index (`index.lexical`); kept for tests that query it directly."""
+        return self.index.lexical
+
+    # -- thresholds -------------------------------------------------------------
+
+    @property
+    def duplicate_threshold(self) -> float:
+        """Cosine (-1..1) at or above which `learn` reinforces instead of writing."""
+        return self.writer.duplicate_threshold
+
+    @property
+    def vector_weight(self) -> float:
+        """Weight (0..1) of the vector side in fusion (BM25 gets 1 - this)."""
+        return self.retriever.vector_weight
+
+    def relevance_floor(self, kind: Kind = "lesson") -> float:
+        """The fused score (0..1) below which `retrieve` drops an entry of `kind`.
+
+        See `Retriever.relevance_floor` for where the value comes from.
+        """
+        return self.retriever.relevance_floor(kind)
+
+    # -- learning ---------------------------------------------------------------
 
     def learn(
         self,
@@ -74,106 +128,25 @@ class SkillMemory(RetrievingPlaybook):
     ) -> LearnResult:
         """Add a lesson, or reinforce the near-duplicate lesson already in the playbook.
 
-        Text is redacted before anything else. A near-duplicate is a lesson
-        with the same normalised trigger (case, punctuation and whitespace
-        ignored), or whose embedding has cosine >= `duplicate_threshold` with
-        this one (skills are never compared). Reinforcing adds 1 to
-        `reinforcements`, moves confidence `config.reinforce_step` of the way
-        to 1, keeps the original provenance and appends `{trajectory_id,
-        source, at}` to `extra["reinforced_by"]`.
+        Text is redacted first; the duplicate rules are `PlaybookWriter.learn`'s.
 
         Returns:
             `written` with the new id, `reinforced` with the existing id, or
-            `rejected` with the reason (empty trigger or correct pattern,
-            domains empty or outside `DOMAINS`, unknown source, confidence
-            outside 0..1, text too long). Invalid input is never an exception.
+            `rejected` with the reason. Invalid input is never an exception.
         """
-        problem = validation_problem(
+        return self.writer.learn(
             trigger=trigger,
             anti_pattern=anti_pattern,
             correct_pattern=correct_pattern,
-            code_example=code_example,
             domains=domains,
             source=source,
+            code_example=code_example,
             confidence=confidence,
+            source_trajectory_id=source_trajectory_id,
+            challenge_hash=challenge_hash,
+            verified=verified,
+            extra=extra,
         )
-        if problem:
-            return LearnResult(status="rejected", reason=problem)
-        try:
-            extra_json = json.dumps(redact(dict(extra or {})), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            return LearnResult(status="rejected", reason=f"extra is not JSON-serialisable: {exc}")
-        trigger = redact_text(trigger.strip())
-        anti_pattern = redact_text(anti_pattern.strip())
-        correct_pattern = redact_text(correct_pattern.strip())
-        domain_list = sorted(set(domains), key=list(domains).index)
-        vector = self._embed_one(embedding_text(trigger, anti_pattern, correct_pattern))
-        with self._writing() as conn:
-            duplicate = self._find_duplicate(conn, trigger, vector)
-            if duplicate is not None:
-                rowid, lesson_id, why = duplicate
-                self._reinforce(conn, rowid, source_trajectory_id.strip(), source)
-                return LearnResult(status="reinforced", lesson_id=lesson_id, reason=why)
-            values = {
-                "kind": "lesson",
-                "trigger": trigger,
-                "anti_pattern": anti_pattern,
-                "correct_pattern": correct_pattern,
-                "code_example": redact_text(code_example),
-                "domains": json.dumps(domain_list),
-                "confidence": float(confidence),
-                "verified": int(bool(verified)),
-                "source": source,
-                "source_trajectory_id": source_trajectory_id.strip(),
-                "challenge_hash": challenge_hash,
-                "extra": extra_json,
-            }
-            lesson_id, rowid = self._insert(conn, values, vector)
-            self._enforce_cap(conn, keep_rowid=rowid, kind="lesson")
-        return LearnResult(status="written", lesson_id=lesson_id, reason="new lesson")
-
-    def _find_duplicate(
-        self, conn: sqlite3.Connection, trigger: str, vector: npt.NDArray[np.float32]
-    ) -> tuple[int, str, str] | None:
-        wanted = normalise(trigger)
-        words = tokens(trigger, keep_stopwords=True)
-        if words:
-            for rowid, lesson_id, other in self._trigger_candidates(conn, trigger, words):
-                if normalise(other) == wanted:
-                    return rowid, lesson_id, f"same trigger as {lesson_id}"
-        keys, sims = self._indices["lesson"].search(vector, 1)
-        if len(keys) and float(sims[0]) >= self.duplicate_threshold:
-            rowid = int(keys[0])
-            found = conn.execute("SELECT id FROM lessons WHERE rowid = ?", (rowid,)).fetchone()
-            if found is not None:
-                return (
-                    rowid,
-                    found[0],
-                    f"near-duplicate of {found[0]} (cosine {float(sims[0]):.3f} >= "
-                    f"{self.duplicate_threshold:.2f})",
-                )
-        return None
-
-    def _trigger_candidates(
-        self, conn: sqlite3.Connection, trigger: str, words: Sequence[str]
-    ) -> list[Any]:
-        """Up to 50 (rowid, id, trigger) of lessons whose trigger holds `words` as a phrase.
-
-        SQLite: FTS5 phrase on the trigger column, oldest first. Postgres: a
-        tsquery phrase on weight A (stopwords drop out), a trigger equal to
-        `trigger` (case aside) first.
-        """
-        if self.store.dialect == "postgres":
-            return conn.execute(TRIGGER_PHRASE_SQL, (trigger_phrase(words), trigger)).fetchall()
-        phrase = 'trigger : "' + " ".join(words) + '"'
-        return conn.execute(
-            "SELECT l.rowid, l.id, l.trigger FROM lessons_fts f JOIN lessons l "
-            "ON l.rowid = f.rowid WHERE lessons_fts MATCH ? AND l.kind = 'lesson' "
-            "ORDER BY l.rowid LIMIT 50",
-            (phrase,),
-        ).fetchall()
-
-    # -- skills -----------------------------------------------------------------
 
     def learn_skill(
         self,
@@ -191,184 +164,182 @@ class SkillMemory(RetrievingPlaybook):
     ) -> LearnResult:
         """Add a skill (task summary + verified code), or reinforce its duplicate.
 
-        Summary and code are redacted first. Deduplication is deterministic,
-        in this order:
-
-        1. Same code: a skill whose normalised code (`normalise_code`: layout
-           only) equals this one is reinforced; this challenge is added to its
-           `extra["same_code_challenges"]`, so excluding it at retrieval
-           still hides that code.
-        2. Same template, near-duplicate summary: when `template` is non-empty,
-           the skill of the same template whose summary embedding is closest,
-           if its cosine is >= `duplicate_threshold`, is reinforced. Its code
-           is replaced by this code when it is not verified and this
-           normalised code is shorter; provenance (`source_trajectory_id`,
-           `challenge_hash`, `tier`) follows the code, and the replaced code's
-           provenance goes to `extra["code_replaced"]`. Skills without a
-           template are merged only by rule 1 (similar summaries of unrelated
-           live tasks may need different code).
-
-        Reinforcing adds 1 to `reinforcements`, nudges confidence up and appends
-        to `extra["reinforced_by"]`, as for lessons. The skill is unverified
+        Summary and code are redacted first; the arguments and the duplicate
+        rules (same code, then same template with a near-duplicate summary) are
+        documented on `PlaybookWriter.learn_skill`. The skill is unverified
         until `set_verified`.
-
-        Args:
-            summary: what the task was, in a sentence (the retrieval key);
-                at most 1,000 characters.
-            code: the code that passed; at most `MAX_SKILL_CODE_CHARS` (4,000)
-                characters.
-            domains: non-empty subset of `DOMAINS`.
-            source_trajectory_id: the passing trajectory (required: retracting
-                it archives the skill).
-            challenge_hash: the self-play challenge the code passed, if any.
-            template: that challenge's template (`cluster.name`), if any.
-            tier: that challenge's tier, if any.
-            confidence: 0..1.
-            extra: JSON-serialisable metadata (e.g. `solution_file`, which
-                decides the code fence language of `format_worked_examples`).
-            source: one of `SOURCES`; None means `selfplay` when a template or
-                challenge hash is given, else `chat`.
 
         Returns:
             `written`, `reinforced` (with the rule that matched) or `rejected`
-            (empty or too long summary or code, no provenance, bad domains,
-            source or confidence, extra not JSON). Never raises on bad input.
+            (with the reason). Never raises on bad input.
         """
-        source = source or ("selfplay" if template or challenge_hash else "chat")
-        problem = skill_problem(
-            summary=summary, code=code, domains=domains, source=source, confidence=confidence
-        )
-        if not problem and not str(source_trajectory_id).strip():
-            problem = "source_trajectory_id is empty (a skill needs its passing trajectory)"
-        if problem:
-            return LearnResult(status="rejected", reason=problem)
-        try:
-            extra_json = json.dumps(redact(dict(extra or {})), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            return LearnResult(status="rejected", reason=f"extra is not JSON-serialisable: {exc}")
-        summary = redact_text(summary.strip())
-        code = redact_text(code).strip("\n")
-        trajectory_id = source_trajectory_id.strip()
-        provenance = {
-            "source_trajectory_id": trajectory_id,
-            "challenge_hash": challenge_hash.strip(),
-            "tier": tier.strip(),
-        }
-        digest = code_hash(code)
-        vector = self._embed_one(entry_text("skill", summary, "", ""))
-        with self._writing() as conn:
-            same = conn.execute(
-                "SELECT rowid, id FROM lessons WHERE kind = 'skill' AND code_hash = ? "
-                "ORDER BY rowid LIMIT 1",
-                (digest,),
-            ).fetchone()
-            if same is not None:
-                update = self._same_code_update(conn, same[0], provenance["challenge_hash"])
-                self._reinforce(conn, same[0], trajectory_id, source, update)
-                return LearnResult(
-                    status="reinforced", lesson_id=same[1], reason=f"same code as {same[1]}"
-                )
-            near = self._near_skill(conn, template.strip(), vector)
-            if near is not None:
-                rowid, lesson_id, why = near
-                replaced = self._maybe_replace_code(conn, rowid, code, digest, provenance)
-                self._reinforce(conn, rowid, trajectory_id, source, replaced)
-                why += "; code replaced by the shorter one" if replaced else ""
-                return LearnResult(status="reinforced", lesson_id=lesson_id, reason=why)
-            values = {
-                "kind": "skill",
-                "trigger": summary,
-                "anti_pattern": "",
-                "correct_pattern": "",
-                "code_example": code,
-                "code_hash": digest,
-                "domains": json.dumps(sorted(set(domains), key=list(domains).index)),
-                "confidence": float(confidence),
-                "source": source,
-                **provenance,
-                "template": template.strip(),
-                "extra": extra_json,
-            }
-            lesson_id, rowid = self._insert(conn, values, vector)
-            self._enforce_cap(conn, keep_rowid=rowid, kind="skill")
-        return LearnResult(status="written", lesson_id=lesson_id, reason="new skill")
-
-    @staticmethod
-    def _same_code_update(
-        conn: sqlite3.Connection, rowid: int, challenge_hash: str
-    ) -> dict[str, Any] | None:
-        """`extra` update recording that `challenge_hash` was also passed by this code."""
-        own, extra_text = conn.execute(
-            "SELECT challenge_hash, extra FROM lessons WHERE rowid = ?", (rowid,)
-        ).fetchone()
-        seen = list(json.loads(extra_text).get(SAME_CODE_CHALLENGES, []))
-        if not challenge_hash or challenge_hash == own or challenge_hash in seen:
-            return None
-        return {SAME_CODE_CHALLENGES: [*seen, challenge_hash]}
-
-    def _near_skill(
-        self, conn: sqlite3.Connection, template: str, vector: npt.NDArray[np.float32]
-    ) -> tuple[int, str, str] | None:
-        """The closest skill of `template` at or above `duplicate_threshold`, if any."""
-        if not template:
-            return None
-        rows = conn.execute(
-            "SELECT rowid, id FROM lessons WHERE kind = 'skill' AND template = ? ORDER BY rowid",
-            (template,),
-        ).fetchall()
-        sims = self._indices["skill"].scores(vector, [int(r[0]) for r in rows])
-        best = max(rows, key=lambda r: (sims.get(int(r[0]), -2.0), -int(r[0])), default=None)
-        if best is None or sims.get(int(best[0]), -2.0) < self.duplicate_threshold:
-            return None
-        cosine = sims[int(best[0])]
-        return (
-            int(best[0]),
-            str(best[1]),
-            f"near-duplicate of {best[1]} from template {template} (cosine {cosine:.3f} >= "
-            f"{self.duplicate_threshold:.2f})",
+        return self.writer.learn_skill(
+            summary=summary,
+            code=code,
+            domains=domains,
+            source_trajectory_id=source_trajectory_id,
+            challenge_hash=challenge_hash,
+            template=template,
+            tier=tier,
+            confidence=confidence,
+            extra=extra,
+            source=source,
         )
 
-    @staticmethod
-    def _maybe_replace_code(
-        conn: sqlite3.Connection,
-        rowid: int,
-        code: str,
-        digest: str,
-        provenance: Mapping[str, str],
-    ) -> dict[str, Any] | None:
-        """Swap in `code` when the skill is unverified and `code` is shorter (normalised).
+    def restore(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 256) -> int:
+        """Insert `export()` records as they are (ids, counters, provenance kept; no dedup).
 
-        Returns the `extra` update (the replaced code's provenance) or None.
+        Text is redacted; `batch_size` records are embedded and committed at a
+        time; records whose id is already present are skipped.
+
+        Returns:
+            How many entries were inserted.
+
+        Raises:
+            UserError: a record is invalid or has a newer `format_version`
+                (earlier batches stay committed).
         """
-        row = conn.execute(
-            "SELECT verified, code_example, code_hash, source_trajectory_id, challenge_hash, "
-            "tier, extra FROM lessons WHERE rowid = ?",
-            (rowid,),
-        ).fetchone()
-        verified, old_code, old_hash, old_trajectory, old_challenge, old_tier, extra_text = row
-        if verified or len(normalise_code(code)) >= len(normalise_code(old_code)):
-            return None
-        conn.execute(
-            "UPDATE lessons SET code_example = ?, code_hash = ?, source_trajectory_id = ?, "
-            "challenge_hash = ?, tier = ?, updated_at = ? WHERE rowid = ?",
-            (
-                code,
-                digest,
-                provenance["source_trajectory_id"],
-                provenance["challenge_hash"],
-                provenance["tier"],
-                epoch_now(),
-                rowid,
-            ),
+        return self.writer.restore(records, batch_size=batch_size)
+
+    # -- retraction -------------------------------------------------------------
+
+    def retract_from_trajectory(self, trajectory_id: str, reason: str = "retracted") -> int:
+        """Archive, then delete, every lesson and skill whose provenance is `trajectory_id`.
+
+        One transaction, idempotent; an empty or whitespace id retracts nothing.
+
+        Returns:
+            How many entries were removed.
+        """
+        return self.writer.retract_from_trajectory(trajectory_id, reason)
+
+    def retract(self, lesson_id: str, reason: str = "retracted") -> bool:
+        """Archive, then delete, one lesson or skill by id (one transaction). Idempotent.
+
+        Returns:
+            True when the entry existed and was removed.
+        """
+        return self.writer.retract(lesson_id, reason)
+
+    # -- retrieval --------------------------------------------------------------
+
+    def retrieve(
+        self,
+        query: str,
+        k: int = 3,
+        cluster: str | None = None,
+        *,
+        kind: Kind = "lesson",
+        exclude_challenge_hashes: Collection[str] = (),
+        exclude_templates: Collection[str] = (),
+        min_score: float | None = None,
+    ) -> builtins.list[RetrievedLesson]:
+        """The `k` entries of `kind` that best match `query`, best first.
+
+        Hybrid BM25 + embedding ranking behind the relevance floor, one kind at
+        a time; the arguments and the ranking are documented on
+        `Retriever.retrieve`.
+
+        Returns:
+            Up to `k` `RetrievedLesson`s with ranks 1..k; [] for an empty playbook
+            or when nothing clears the floor.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        return self.retriever.retrieve(
+            query,
+            k,
+            cluster,
+            kind=kind,
+            exclude_challenge_hashes=exclude_challenge_hashes,
+            exclude_templates=exclude_templates,
+            min_score=min_score,
         )
-        history = list(json.loads(extra_text).get("code_replaced", []))
-        history.append(
-            {
-                "code_hash": old_hash,
-                "source_trajectory_id": old_trajectory,
-                "challenge_hash": old_challenge,
-                "tier": old_tier,
-                "at": datetime.now(UTC).isoformat(),
-            }
-        )
-        return {"code_replaced": history[-MAX_REINFORCED_BY:], SAME_CODE_CHALLENGES: []}
+
+    # -- feedback ---------------------------------------------------------------
+
+    def record_exposure(
+        self,
+        lesson_ids: Sequence[str],
+        trajectory_id: str,
+        scores: Sequence[float] | None = None,
+    ) -> int:
+        """Record that these entries (best first) were shown to `trajectory_id`.
+
+        Returns:
+            How many exposures were recorded (unknown ids are skipped).
+
+        Raises:
+            ValueError: `scores` has a different length than `lesson_ids`.
+        """
+        return self.records.record_exposure(lesson_ids, trajectory_id, scores)
+
+    def record_outcome(self, trajectory_id: str, passed: bool) -> int:
+        """Credit the outcome of `trajectory_id` to the entries it was shown, once.
+
+        Returns:
+            How many entries were credited.
+        """
+        return self.records.record_outcome(trajectory_id, passed)
+
+    def mark_helpful(self, lesson_id: str) -> bool:
+        """Add 1 to `times_helpful`; False if no such entry."""
+        return self.records.mark_helpful(lesson_id)
+
+    def set_verified(self, lesson_id: str, verified: bool, comparison: Mapping[str, Any]) -> bool:
+        """Set the verified flag and store `comparison` (redacted) in `extra["verification"]`.
+
+        Returns:
+            False if no such entry.
+
+        Raises:
+            UserError: `comparison` is not JSON-serialisable.
+        """
+        return self.records.set_verified(lesson_id, verified, comparison)
+
+    # -- reading ----------------------------------------------------------------
+
+    def get(self, lesson_id: str) -> Lesson | None:
+        """The lesson or skill with this id, or None."""
+        return self.records.get(lesson_id)
+
+    def list(
+        self,
+        limit: int | None = None,
+        verified: bool | None = None,
+        *,
+        kind: Kind | None = "lesson",
+    ) -> builtins.list[Lesson]:
+        """Entries of one kind (None: both), oldest first; optionally only (un)verified ones.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        return self.records.list(limit, verified, kind=kind)
+
+    def count(self, kind: Kind | None = "lesson") -> int:
+        """Number of entries of `kind` (None: both) in the playbook, archived ones excluded.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        return self.records.count(kind)
+
+    def archived(
+        self, trajectory_id: str | None = None, *, kind: Kind | None = None
+    ) -> builtins.list[Lesson]:
+        """Archived entries (oldest archive first), optionally of one trajectory or kind.
+
+        Raises:
+            UserError: unknown `kind`.
+        """
+        return self.records.archived(trajectory_id, kind=kind)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every lesson and skill as a JSON-ready dict (`format_version: 2`), oldest first."""
+        return self.records.export()
+
+    def close(self) -> None:
+        """Stop the retrieval worker thread and close its read-only connection (optional)."""
+        self.index.close()
