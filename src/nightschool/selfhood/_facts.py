@@ -24,7 +24,7 @@ DETAIL_CHARS = 120
 
 EVICTION_REASON = "size_cap"
 """`lessons_archive.archive_reason` of entries dropped by the playbook's size cap
-(`memory._indexed`); every other reason counts as a retraction."""
+(`memory._writer.PlaybookWriter`); every other reason counts as a retraction."""
 
 
 @dataclass(frozen=True)
