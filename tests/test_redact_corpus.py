@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import random
 import re
 from functools import cache
 
@@ -22,6 +23,7 @@ from bench.data.redaction_corpus import (
     positives,
     score,
 )
+from bench.data.redaction_forms import FORMS, KEY_NAMES, PYPI_FORMS, kv_sample, pypi_sample
 from detect_secrets.plugins import base as plugin_base
 
 from nightschool import redact as redact_package
@@ -61,12 +63,50 @@ def test_false_positives_within_targets(seed: int) -> None:
     "template",
     NEGATIVE_CLASSES["hard_env_read"]
     + NEGATIVE_CLASSES["hard_reference"]
-    + NEGATIVE_CLASSES["hard_placeholder"],
+    + NEGATIVE_CLASSES["hard_placeholder"]
+    + NEGATIVE_CLASSES["hard_key_named"],
 )
 def test_code_keeps_its_meaning(template: str) -> None:
-    # Environment reads, references and placeholders must come out unchanged.
-    text = template.format(n=7)
+    # Environment reads, references, placeholders and key-named non-secrets
+    # must come out unchanged (issue 29: 0 false positives on each).
+    text = template.format(n=7, m=3, s=5)
     assert redact_text(text) == text
+
+
+# --- issue 29: PyPI tokens and key=value forms, every one -------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("template", PYPI_FORMS)
+def test_every_pypi_form_is_caught_whole(template: str, seed: int) -> None:
+    text, secrets = pypi_sample(random.Random(seed), template)
+    out = redact_text(text)
+    assert not any(leaked(secret, out) for secret in secrets), (text, out)
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("kind", "template"), FORMS)
+def test_every_key_value_form_is_caught_whole_for_every_key_name(
+    kind: str, template: str, seed: int, hard: bool
+) -> None:
+    # Recall 100% on our forms, and no partial redaction: no 10-character run
+    # of a secret survives (`leaked`), with every key name's case style, also
+    # when the secret holds ';', '&', ',', brackets and the like (`hard`).
+    rng = random.Random(seed)
+    for key in KEY_NAMES:
+        text, secrets = kv_sample(rng, kind, template, key, hard=hard)
+        out = redact_text(text)
+        assert not any(leaked(secret, out) for secret in secrets), (key, text, out)
+        assert redact_text(out) == out, text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_issue_29_kinds_are_all_caught(seed: int) -> None:
+    scores = _scores(seed)
+    for kind in ("pypi_forms", "kv_quoting", "kv_config", "kv_shell"):
+        assert scores.recall[kind] == 1.0, (kind, [m.text[:120] for m in scores.misses])
 
 
 @pytest.mark.parametrize("seed", SEEDS)

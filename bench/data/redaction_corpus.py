@@ -1,4 +1,4 @@
-"""Labelled corpus for redaction: fake secrets of 39 kinds and negatives in 10 classes.
+"""Labelled corpus for redaction: fake secrets of 43 kinds and negatives in 10 classes.
 
 Used by `tests/test_redact_corpus.py` (targets) and `bench/bench_redact.py`
 (figures). Everything is generated from a seed, so a run is reproducible and a
@@ -10,7 +10,10 @@ documents (prefixes, lengths and alphabets as published by GitHub, GitLab,
 Slack, Stripe, AWS, PyPI, npm, Discord, Twilio, SendGrid, ...). `secrets` names
 the values that must vanish. Kinds whose values have no recognisable shape (AWS
 secret keys, Twilio auth tokens, passwords) appear only under a key, flag or
-header that names them; shaped ones also appear bare in prose and logs.
+header that names them; shaped ones also appear bare in prose and logs. The
+kinds `pypi_forms`, `kv_quoting`, `kv_config` and `kv_shell` come from
+`bench/data/redaction_forms.py`: PyPI tokens and key=value secrets in every
+quoting, separator and file format found so far (issue 29).
 
 Negatives (`negatives`): text with nothing secret or personal in it, so any
 change `redact_text` makes is a false positive. Classes: `prose`, `code`,
@@ -36,6 +39,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.data.redaction_forms import kinds as form_kinds
 from bench.data.redaction_negatives import HARD_CLASSES, NEGATIVE_CLASSES, fill, prose
 
 __all__ = [
@@ -519,6 +523,16 @@ def _twilio_sample(rng: random.Random) -> Sample:
     return _named_only(lambda _: (value, name))(rng)
 
 
+def _from_forms(
+    build: Callable[[random.Random], tuple[str, tuple[str, ...]]],
+) -> Callable[[random.Random], Sample]:
+    def sample(rng: random.Random) -> Sample:
+        text, secrets = build(rng)
+        return Sample(text, "", secrets)
+
+    return sample
+
+
 KINDS: dict[str, Callable[[random.Random], Sample]] = {
     "openai": _shaped(_openai),
     "anthropic": _shaped(_anthropic),
@@ -559,6 +573,7 @@ KINDS: dict[str, Callable[[random.Random], Sample]] = {
     "kv_syntax": _kv_syntax_sample,
     "putty_ssh2_key": lambda rng: (_putty_sample if rng.random() < 0.5 else _ssh2_sample)(rng),
     "aws_credentials_csv": _aws_csv_sample,
+    **{kind: _from_forms(build) for kind, build in form_kinds().items()},
 }
 """Secret kind -> sample builder (one random sample per call)."""
 

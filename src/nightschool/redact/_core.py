@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from nightschool.redact._assignments import anchors as _assignment_anchors
 from nightschool.redact._assignments import (
-    SECRET,
     bearer_rule,
     cli_rule,
     cookie_rule,
@@ -20,8 +20,9 @@ from nightschool.redact._assignments import (
     name_value_rule,
     uri_rule,
 )
-from nightschool.redact._assignments import anchors as _assignment_anchors
-from nightschool.redact._doc import Doc
+from nightschool.redact._blocks import anchors as _block_anchors
+from nightschool.redact._blocks import k8s_secret_rule
+from nightschool.redact._doc import SECRET, Doc
 from nightschool.redact._keys import is_secret_key
 from nightschool.redact._personal import (
     EMAIL,
@@ -61,6 +62,7 @@ _RULES: tuple[Callable[[Doc], None], ...] = (
     uri_rule,
     cookie_rule,
     name_value_rule,
+    k8s_secret_rule,
     kv_rule,
     cli_rule,
     bearer_rule,
@@ -80,6 +82,7 @@ _ANY_ANCHOR = re.compile(
             "eyj",
             *shortcuts(),
             *_assignment_anchors(),
+            *_block_anchors(),
             *_personal_anchors(),
         ]
     )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import string
 
+SECRET = "<REDACTED_SECRET>"
+"""What replaces a password, credential or the value under a secret-named key."""
+
 TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 """Characters of a token: a secret match must start and end at the edge of a run of these."""
 
@@ -39,14 +42,20 @@ class Doc:
             self._low = None
 
     def splice(self, spans: list[Span]) -> None:
-        """Replace the given (start, end, replacement) spans; a later overlapping span loses."""
+        """Replace the given (start, end, replacement) spans.
+
+        Of spans that start together the longest wins; a span that starts
+        inside an earlier one only stretches it (its tail is replaced too),
+        so two rules that find overlapping parts of one secret leave none of it.
+        """
         if not spans:
             return
-        spans.sort()
+        spans.sort(key=lambda span: (span[0], -span[1]))
         out: list[str] = []
         last = 0
         for start, end, replacement in spans:
             if start < last:
+                last = max(last, end)
                 continue
             out.append(self.text[last:start])
             out.append(replacement)

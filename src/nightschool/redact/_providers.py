@@ -55,6 +55,11 @@ class TokenRule:
         lower: search the anchor in the lower-cased text (case-insensitive patterns).
         inside: a match may start inside a longer token (`bot<telegram token>`);
             otherwise it must start at a token edge, as our own patterns do.
+        glued: a match may start inside a longer token and is not widened to
+            its left (`-ppypi-...`: the flag before the token stays).
+        wraps: a token that ends at a line break goes on over it when the
+            next line starts with the rest of a token (a terminal or an
+            editor wrapped it).
     """
 
     name: str
@@ -66,6 +71,8 @@ class TokenRule:
     after: str = ""
     lower: bool = False
     inside: bool = False
+    glued: bool = False
+    wraps: bool = False
 
 
 # Anchors pivot on a few characters ('_', '-', '.', 'A', ...) and check the
@@ -125,6 +132,8 @@ class _Own(NamedTuple):
     back: int = 0
     group: int = 0
     after: str = ""
+    glued: bool = False
+    wraps: bool = False
 
 
 # Our own, for token formats detect-secrets 1.5 lacks or matches too narrowly
@@ -165,6 +174,20 @@ _OWN: tuple[_Own, ...] = (
          back=4),
     _Own("huggingface", "_(?<=hf_)", r"hf_[A-Za-z0-9]{30,}", back=2),
     _Own("npm", "_(?<=npm_)", r"npm_[A-Za-z0-9]{36}", back=3),
+    # PyPI API tokens: 'pypi-' and a base64url macaroon, whose first bytes
+    # (version 2, then the location's length and name) read 'AgE' and then
+    # 'IcHlwaS5vcmc' for pypi.org, 'NdGVzdC5weXBpLm9yZw' for test.pypi.org.
+    # detect-secrets wants 70+ characters after those; these also take
+    # truncated tokens (40 characters after 'AgE' are more than the location
+    # holds), any index's token after 'pypi-', a bare macaroon (a
+    # 'pypi-' cut off by a line break or a flag glued to the front), and a
+    # token wrapped over lines. 'pypi_any' shares PypiTokenDetector's anchor,
+    # so the two cost one check per hit of the '-' scan.
+    _Own("pypi_any", "-(?<=pypi-)(?=Ag)", r"pypi-AgE[A-Za-z0-9_-]{40,}", back=4, glued=True,
+         wraps=True),
+    _Own("pypi_macaroon", "AgE(?=IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)",
+         r"(?:pypi-)?AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{8,}", back=5,
+         glued=True, wraps=True),
     # Mailgun's legacy API keys: 'key-' and 32 hex digits.
     _Own("mailgun", "-(?<=key-)", r"key-[0-9a-f]{32}(?![A-Za-z0-9_-])", back=3),
     _Own("square_access", "-(?<=sq0atp-)", r"sq0atp-[A-Za-z0-9_-]{22,}", back=6),
@@ -230,6 +253,8 @@ def token_rules() -> tuple[TokenRule, ...]:
                 group=own.group,
                 chars=own.chars,
                 after=own.after,
+                glued=own.glued,
+                wraps=own.wraps,
             )
         )
     return tuple(rules)
@@ -253,7 +278,7 @@ def _token_span(text: str, match: re.Match[str], rule: TokenRule) -> tuple[int, 
         start += 1
     if start >= end:
         return None
-    if start > 0 and text[start - 1] in chars and not rule.after:
+    if start > 0 and text[start - 1] in chars and not rule.after and not rule.glued:
         if not rule.inside:
             return None
         while start > 0 and text[start - 1] in chars:
@@ -263,7 +288,26 @@ def _token_span(text: str, match: re.Match[str], rule: TokenRule) -> tuple[int, 
         end += 1
     while end > start and text[end - 1] in ".:/":  # a sentence's full stop, a URL's slash
         end -= 1
+    if rule.wraps:
+        end = _wrapped_end(text, end)
     return start, end
+
+
+# A line break (also JSON-escaped, or after a shell line continuation) and the
+# rest of a wrapped token: 8+ token characters that end the next line's first
+# word (not a key: no '=' or ':' after it) and hold a digit or an upper-case
+# letter after the first character (not a word such as 'done' or 'Next').
+_WRAP = re.compile(
+    r"(?:\\?\r?\n|\\r\\n|\\n)[ \t]*+"
+    r"(?=[A-Za-z0-9_-]*?(?:[0-9]|(?<=[A-Za-z0-9_-])[A-Z]))([A-Za-z0-9_-]{8,}+)(?![ \t]*[=:])"
+)
+
+
+def _wrapped_end(text: str, end: int) -> int:
+    """Where a token that ends at `end` really ends when it goes on over line breaks."""
+    while (wrapped := _WRAP.match(text, end)) is not None:
+        end = wrapped.end(1)
+    return end
 
 
 _Members = tuple[tuple[re.Pattern[str], tuple[TokenRule, ...]], ...]
