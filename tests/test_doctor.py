@@ -68,7 +68,8 @@ def test_the_sandbox_line_names_the_run_bound_in_force(monkeypatch: pytest.Monke
     code, checks = run_doctor()
     detail = checks["sandbox"]["detail"]
     assert code == 0 and checks["sandbox"]["status"] == "ok"
-    assert "run bound: fallback (rlimits): 16 tasks x 64 MiB address space = 1024 MiB" in detail
+    assert "run bound: fallback (host-side watch, best effort): 1024 MiB summed" in detail
+    assert "64 tasks, 1024 MiB address space per process" in detail
     if os.geteuid() == 0:
         assert "20,000 inodes per tmpfs" in detail
 

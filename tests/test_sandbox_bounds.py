@@ -2,13 +2,14 @@
 
 Each hostile program runs through the real `Sandbox.run` (real bubblewrap, no
 mocks) under each mechanism this machine has: cgroup v2, cgroup v1, and the
-rlimit fallback forced by `SandboxConfig.limits`. A mechanism the machine
-lacks is skipped with the reason. The proofs read the host: the proportional
-resident memory (`Pss` of `/proc/<pid>/smaps_rollup`, so pages the forked
-children share are not counted twice) and `VmRSS` of every process the run
-has, sampled every 20 ms; the run cgroup's own peak; inodes in use on each tmpfs
-through `/proc/<pid>/root`. Every program is itself bounded (8 children of
-128 MiB, 400,000 files), so a failed bound costs the machine a bounded amount.
+fallback (a host-side watch of the run's processes) forced by
+`SandboxConfig.limits`. A mechanism the machine lacks is skipped with the
+reason. The proofs read the host: the proportional resident memory (`Pss` of
+`/proc/<pid>/smaps_rollup`, so pages the forked children share are not counted
+twice) and `VmRSS` of every process the run has, sampled every 20 ms; the run
+cgroup's own peak; inodes in use on each tmpfs through `/proc/<pid>/root`.
+Every program is itself bounded (8 children of 128 MiB, 400,000 files), so a
+failed bound costs the machine a bounded amount.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ pytestmark = pytest.mark.skipif(
 MIB = 1024 * 1024
 BOUND_MB = 256
 SLACK = 1.10  # the issue's target: never more than 10% over the bound
+# The fallback's watch samples the run, so a run can exceed its bound by what it
+# allocates between two samples; it stops the run to measure it once it may be
+# over. Measured on the 2-core dev machine at load 3-13, as root and not: the
+# scaled hog below at most +8.2% (45 runs), the issue's 24 x 512 MiB at most
+# +2.2% (15 runs): the same 10% holds for it.
 MECHANISMS = ["cgroup2", "cgroup1", "fallback"]
 
 MEMORY_HOG = """
@@ -180,6 +186,11 @@ def wait_for(predicate: Callable[[], object], timeout_s: float = 20.0) -> object
     raise AssertionError("timed out waiting for the sandboxed program")
 
 
+def watch_threads() -> list[threading.Thread]:
+    """Memory-watch threads of the fallback (`popen_in`) still alive in this process."""
+    return [t for t in threading.enumerate() if t.name == "nightschool-memory"]
+
+
 def leftover_cgroups() -> list[str]:
     """Run cgroups of this process still present in any hierarchy."""
     mine = f"nightschool-{os.getpid()}-"
@@ -197,9 +208,9 @@ def leftover_cgroups() -> list[str]:
 def test_memory_summed_over_the_run_stays_under_its_bound(mechanism: str) -> None:
     # The issue's escape: 24 children each touching 512 MiB held 12 GiB from one
     # run. Scaled: a 256 MiB bound, 8 children of 128 MiB (1 GiB asked for).
-    sandbox = sandbox_for(mechanism, run_memory_mb=BOUND_MB, fallback_processes=8)
+    sandbox = sandbox_for(mechanism, run_memory_mb=BOUND_MB)
     bound = sandbox.bounds.memory_bytes
-    assert bound <= BOUND_MB * MIB
+    assert bound == BOUND_MB * MIB
     with MemorySampler() as sampled:
         result = sandbox.run(python_argv("-"), stdin=MEMORY_HOG, timeout_s=30)
     peak_pss, peak_rss = max(sampled.pss), max(sampled.rss)
@@ -211,16 +222,13 @@ def test_memory_summed_over_the_run_stays_under_its_bound(mechanism: str) -> Non
     assert 0 < peak_pss <= bound * SLACK, (peak_pss, bound)
     assert sampled.cgroup_peak <= bound
     assert not result.timed_out and result.duration_s < 20
-    if mechanism == "fallback":
-        # the rlimits bound each process: its allocations fail inside the program
-        assert "capped at" in result.stdout and "fork refused" in result.stdout, result
-        assert result.resource_exceeded is None
-    else:
-        assert not result.ok and result.resource_exceeded == "memory", result
-        assert "went over its memory bound (256 MiB in all)" in result.stderr
-        assert "all children held" not in result.stdout  # the whole run was killed
+    assert not result.ok and result.resource_exceeded == "memory", result
+    assert "went over its memory bound (256 MiB in all)" in result.stderr
+    assert "all children held" not in result.stdout  # the whole run was killed
+    assert "fork refused" not in result.stdout and "capped at" not in result.stdout
+    if mechanism != "fallback":
         assert sampled.cgroup_peak > bound // 2  # the cgroup, not an rlimit, held it
-    assert not leftover_cgroups()
+    assert not leftover_cgroups() and not watch_threads()
 
 
 @pytest.mark.parametrize("mechanism", ["cgroup2", "cgroup1"])
@@ -279,6 +287,102 @@ def test_a_popen_in_run_has_its_cgroup_until_killed(mechanism: str, tmp_path: Pa
     assert not leftover_cgroups()
 
 
+# -- the fallback's watch ------------------------------------------------------------------
+
+SHARED = """
+import os, time
+b = bytearray(96 * 1024 * 1024)  # touched once, then shared copy-on-write by 4 children
+for i in range(0, len(b), 4096): b[i] = 1
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        total = sum(b[i] for i in range(0, len(b), 4096))  # reads: nothing is copied
+        time.sleep(1); os._exit(0 if total == len(b) // 4096 else 1)
+    kids.append(pid)
+print(sum(os.waitpid(pid, 0)[1] for pid in kids))
+"""
+
+COPY_ON_WRITE = """
+import os, time
+b = bytearray(64 * 1024 * 1024)
+for i in range(0, len(b), 4096): b[i] = 1
+kids = []
+for _ in range(7):  # 8 x 64 MiB = 512 MiB once every child has written its copy
+    pid = os.fork()
+    if pid == 0:
+        for i in range(0, len(b), 4096): b[i] = 2  # each write copies the page
+        time.sleep(2); os._exit(0)
+    kids.append(pid)
+for pid in kids: os.waitpid(pid, 0)
+print("all children wrote their copy")
+"""
+
+THREADS = """
+from concurrent.futures import ThreadPoolExecutor
+import threading
+def work(n):
+    block = bytearray(1024 * 1024)
+    return n + len(block) // (1024 * 1024) + threading.active_count() * 0
+with ThreadPoolExecutor(48) as pool:
+    print(sum(pool.map(work, range(480))))
+"""
+
+
+def test_fallback_counts_shared_memory_once() -> None:
+    # Resident memory summed over 5 processes is ~5 x 96 MiB, over the 256 MiB
+    # bound; their proportional memory (Pss) is ~96 MiB: the run is left alone.
+    sandbox = sandbox_for("fallback", run_memory_mb=BOUND_MB)
+    with MemorySampler() as sampled:
+        result = sandbox.run(python_argv("-"), stdin=SHARED, timeout_s=30)
+    assert result.ok and result.stdout == "0\n" and result.resource_exceeded is None, result
+    assert max(sampled.rss) > BOUND_MB * MIB > 2 * max(sampled.pss), (sampled.rss, sampled.pss)
+
+
+def test_fallback_catches_copy_on_write_growth() -> None:
+    # Children writing to memory they share with their parent grow the run's
+    # memory without growing its resident sum: the watch counts their faults.
+    sandbox = sandbox_for("fallback", run_memory_mb=BOUND_MB)
+    with MemorySampler() as sampled:
+        result = sandbox.run(python_argv("-"), stdin=COPY_ON_WRITE, timeout_s=30)
+    print(f"fallback copy-on-write: peak Pss {max(sampled.pss) / MIB:.1f} MiB")
+    assert result.resource_exceeded == "memory" and "all children" not in result.stdout, result
+    assert 0 < max(sampled.pss) <= BOUND_MB * MIB * SLACK
+
+
+def test_fallback_lets_threaded_programs_run() -> None:
+    # The defect of the first fallback (16 tasks x 64 MiB): "can't start new thread".
+    sandbox = sandbox_for("fallback")
+    result = sandbox.run(python_argv("-"), stdin=THREADS, timeout_s=30)
+    assert result.ok and result.stdout == f"{sum(range(480)) + 480}\n", result
+
+
+def test_fallback_watches_a_popen_in_run_from_a_thread_it_ends(tmp_path: Path) -> None:
+    sandbox = sandbox_for("fallback", run_memory_mb=BOUND_MB)
+    calm = sandbox.popen_in(tmp_path, python_argv("-c", "import time; time.sleep(30)"))
+    try:
+        assert len(watch_threads()) == 1
+    finally:
+        kill_process_group(calm)
+        calm.wait()
+    assert not watch_threads()  # joined by kill_process_group
+    hog = sandbox.popen_in(tmp_path, python_argv("-c", MEMORY_HOG))
+    try:
+        assert hog.wait(timeout=20) != 0  # killed by the watch, not by the timeout
+        assert hog.held is not None and hog.held.breached  # type: ignore[attr-defined]
+    finally:
+        kill_process_group(hog)
+        hog.wait()
+    assert not watch_threads()
+
+
+def test_a_fallback_run_leaves_no_thread_behind() -> None:
+    sandbox = sandbox_for("fallback")
+    before = threading.active_count()
+    result = sandbox.run(python_argv("-"), stdin="print(1)")
+    assert result.ok and threading.active_count() == before and not watch_threads()
+
+
 # -- inodes -------------------------------------------------------------------------------
 
 
@@ -316,12 +420,16 @@ def test_files_are_capped_at_max_inodes_per_tmpfs(mechanism: str) -> None:
 
 def test_the_environment_forces_the_mechanism(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(LIMITS_ENV, "fallback")
-    fallback = Sandbox(SandboxConfig(run_memory_mb=1024, fallback_processes=16))
+    fallback = Sandbox(SandboxConfig(run_memory_mb=1024))
     assert fallback.bounds.mechanism == "fallback"
-    assert fallback.bounds.tasks * fallback.bounds.process_memory_bytes == 1024 * MIB
-    assert "16 tasks x 64 MiB address space = 1024 MiB per run" in fallback.bounds.describe()
-    result = fallback.run(python_argv("-"), stdin="import resource\nprint(resource.getrlimit(6))")
-    assert result.stdout.strip() == "(16, 16)", result  # RLIMIT_NPROC
+    assert fallback.bounds.memory_bytes == 1024 * MIB and fallback.bounds.tasks == 64
+    assert (
+        "fallback (host-side watch, best effort): 1024 MiB summed over a run's processes"
+        in fallback.bounds.describe()
+    )
+    source = "import resource\nprint(resource.getrlimit(6), resource.getrlimit(9))"
+    result = fallback.run(python_argv("-"), stdin=source)
+    assert result.stdout.strip() == f"(64, 64) ({1024 * MIB}, {1024 * MIB})", result  # NPROC, AS
     monkeypatch.setenv(LIMITS_ENV, "cgroup3")
     with pytest.raises(SandboxUnavailableError, match="cgroup3"):
         Sandbox()

@@ -280,8 +280,7 @@ time.sleep(4)
 
 def test_fork_bomb_is_held_at_max_processes() -> None:
     mark = marker()
-    # (where no cgroup can be made, the fallback's process cap is raised to 64 too)
-    sandbox = Sandbox(SandboxConfig(timeout_s=3, fallback_processes=64))
+    sandbox = Sandbox(SandboxConfig(timeout_s=3))
     assert sandbox.config.max_processes == 64
     with Sampler(lambda: len(sandboxed_pids(mark))) as counts:
         result = run_py(sandbox, FORK_BOMB, mark)
@@ -298,7 +297,7 @@ def test_process_limit_counts_per_run_not_per_host_uid() -> None:
         "        time.sleep(3); os._exit(0)\ntime.sleep(3)\n"
     )
     mark = marker()
-    sandbox = Sandbox(SandboxConfig(timeout_s=2.5, fallback_processes=64))
+    sandbox = Sandbox(SandboxConfig(timeout_s=2.5))
     with Sampler(lambda: len(sandboxed_pids(mark))) as counts:
         runs = [in_background(lambda: run_py(sandbox, hold, mark)) for _ in range(2)]
         for thread, _ in runs:

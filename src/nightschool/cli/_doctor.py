@@ -8,8 +8,8 @@ Each check is cheap (about a second in all) and says how to fix what it finds:
   workspace, and reads a secret planted in the parent's environment. The
   listeners' accept queues and the file system are inspected from the host,
   so a probe that lies cannot pass; it also reports its uid and rlimits. The
-  line names the bound on a whole run in force (cgroup2, cgroup1 or the rlimit
-  fallback: memory and tasks per run) and the tmpfs inode bound.
+  line names the bound on a whole run in force (cgroup2, cgroup1 or the
+  fallback's host-side watch: memory and tasks per run) and the tmpfs inode bound.
 - model: the files of the model the settings select are present (packaged,
   assembled, or every part installed with the right total size) and start with
   a valid GGUF header whose `general.name` is the catalog's. Nothing is loaded
@@ -215,8 +215,8 @@ def _judge_probe(
     """Turn the probe's own report and the host-side findings into the `sandbox` line.
 
     `bounds` is the sandbox's run bound (`Sandbox.bounds.describe()`): the
-    mechanism in force (cgroup2, cgroup1 or the rlimit fallback), the memory
-    and task bound of a whole run, the tmpfs inode bound.
+    mechanism in force (cgroup2, cgroup1 or the fallback's host-side watch),
+    the memory and task bound of a whole run, the tmpfs inode bound.
     """
     for label in ("loopback", "outside"):
         if report.get(label) == "connected":

@@ -43,13 +43,8 @@ class SandboxConfig(BaseModel):
         default=1024,
         gt=0,
         description="Memory of the whole run, MiB: its cgroup's limit (processes, tmpfs, "
-        "kernel memory), or in the fallback the process cap times the address space.",
-    )
-    fallback_processes: int = Field(
-        default=16,
-        gt=0,
-        description="Process cap where no cgroup can be made; each process then gets "
-        "run_memory_mb / fallback_processes of address space (at most memory_mb).",
+        "kernel memory), or in the fallback the resident memory summed over its processes, "
+        "as a host-side watch samples it (best effort).",
     )
     max_inodes: int = Field(
         default=20000,
@@ -89,10 +84,11 @@ class ExecResult:
         duration_s: wall-clock seconds from start to reap.
         truncated: True if stdout or stderr was cut.
         resource_exceeded: "memory" when the run went over its memory bound
-            (`run_memory_mb`; the kernel OOM-killed a process in the run's
-            cgroup) and was killed: a failure of the program, not of the
-            sandbox. None otherwise (the fallback's rlimits show up as the
-            program's own allocation failures instead).
+            (`run_memory_mb`: the kernel OOM-killed a process in the run's
+            cgroup, or in the fallback the host-side watch found the run's
+            summed memory over it) and was killed: a failure of the program,
+            not of the sandbox. None otherwise (a process over its own
+            RLIMIT_AS sees its allocations fail instead).
     """
 
     returncode: int

@@ -19,6 +19,7 @@ from nightschool.errors import SandboxFaultError, SandboxUnavailableError
 from nightschool.sandbox import _io as io_
 from nightschool.sandbox import _launch as launch_
 from nightschool.sandbox import _limits as limits_
+from nightschool.sandbox import _watch as watch_
 from nightschool.sandbox._config import (
     COPY_OUT_GRACE_S,
     MIB,
@@ -279,6 +280,8 @@ class Sandbox:
         finally:
             if copy_in is not None:
                 os.close(copy_in)
+        if held.watch is not None:
+            held.watch.start()  # no pump loop to drive it: a thread, joined by release()
         proc.held = held  # released by kill_process_group, else when proc is collected
         weakref.finalize(proc, held.release)
         return proc
@@ -331,7 +334,7 @@ class Sandbox:
             for fd in (copy_in, write_end):
                 if fd is not None:
                     os.close(fd)
-        cgroup = held.cgroup
+        cgroup, watch = held.cgroup, held.watch
         try:
             pumped = io_.pump(
                 proc,
@@ -342,8 +345,9 @@ class Sandbox:
                 archive_cap=cfg.workspace_mb * _MIB + cfg.workspace_max_entries * io_.ENTRY_BYTES,
                 alarm_fd=cgroup.alarm_fd if cgroup is not None else None,
                 on_alarm=cgroup.on_alarm if cgroup is not None else None,
+                poll=watch.poll if watch is not None else None,
             )
-            breached = cgroup is not None and cgroup.breached()
+            breached = held.breached
         finally:
             held.release()
         return self._result(proc, pumped, workdir if copy_out else None, limit, start, breached)
@@ -433,9 +437,8 @@ class Sandbox:
 
     def _rlimit_argv(self, prlimit: str) -> list[str]:
         """util-linux `prlimit` setting the rlimits of `config` and `bounds`, then `--`."""
-        bounds = self.bounds
-        nproc = bounds.tasks if bounds.mechanism == "fallback" else self.config.max_processes
-        return launch_.rlimit_argv(prlimit, self.config, bounds.process_memory_bytes, nproc)
+        memory = self.bounds.process_memory_bytes
+        return launch_.rlimit_argv(prlimit, self.config, memory, self.config.max_processes)
 
     def _environment(self, workdir: Path | None, extra: Mapping[str, str] | None) -> dict[str, str]:
         home = str(workdir) if self.config.unsandboxed and workdir else _WORKDIR
@@ -483,7 +486,8 @@ class Sandbox:
         descriptors passed to the in-sandbox wrapper (`_io.wrapper_script`).
         Under a cgroup, or with the tmpfs mounted by nightschool, the launcher
         (`_launch.Launcher`) puts the run into its cgroup and mounts before
-        bubblewrap starts.
+        bubblewrap starts; in the fallback, `held.watch` is the run's memory
+        watch (`_watch.MemoryWatch`), which the caller drives or starts.
 
         Returns:
             The process, and what the run holds on the host: release it once
@@ -512,7 +516,7 @@ class Sandbox:
                 inodes=self.config.max_inodes,
                 uid=NOBODY_UID if self._as_root and self.isolated else None,
             )
-            return self._popen(
+            proc = self._popen(
                 cmd,
                 workdir,
                 environment,
@@ -521,7 +525,10 @@ class Sandbox:
                 stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
-            ), held
+            )
+            if self.bounds.mechanism == "fallback":
+                held.watch = watch_.MemoryWatch(proc.pid, self.bounds.memory_bytes)
+            return proc, held
         except BaseException:
             held.release()
             raise

@@ -263,6 +263,7 @@ def pump(
     archive_cap: int,
     alarm_fd: int | None = None,
     on_alarm: Callable[[], None] | None = None,
+    poll: Callable[[], float] | None = None,
 ) -> Pumped:
     """Feed stdin, read stdout/stderr (first `cap` bytes kept) and the copy-out pipe.
 
@@ -273,6 +274,9 @@ def pump(
     On any exception (KeyboardInterrupt included) the group is killed first.
     When `alarm_fd` (an eventfd, left open) becomes readable, `on_alarm()` is
     called once (it kills the run) and the pumping goes on until the end.
+    `poll()` (the fallback's memory watch) is called on every turn of the loop
+    until the process is reaped; it returns the seconds until it next wants to be
+    called, and kills the run itself if it must.
     """
     got = Pumped()
     deadline = time.monotonic() + timeout_s
@@ -284,7 +288,7 @@ def pump(
             if remaining <= 0:
                 got.timed_out = True
                 break
-            for key, _ in sel.select(remaining):
+            for key, _ in sel.select(remaining if poll is None else min(remaining, poll())):
                 if key.data == "stdin":
                     pending = _feed(sel, proc, pending)
                 elif key.data == "alarm":
@@ -294,10 +298,7 @@ def pump(
                 else:
                     _drain(sel, key.fd, str(key.data), got, cap, archive_cap)
         if not got.timed_out:
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
-            except subprocess.TimeoutExpired:
-                got.timed_out = True
+            got.timed_out = _reap(proc, deadline, poll)
         if got.timed_out:
             kill_group(proc)
             proc.wait()
@@ -314,6 +315,19 @@ def pump(
                 with contextlib.suppress(OSError):
                     stream.close()
     return got
+
+
+def _reap(proc: subprocess.Popen[bytes], deadline: float, poll: Callable[[], float] | None) -> bool:
+    """Wait for `proc` until `deadline`, calling `poll` when it asks; True on timeout."""
+    while True:
+        remaining = deadline - time.monotonic()
+        wait = remaining if poll is None else min(remaining, poll())
+        try:
+            proc.wait(timeout=max(wait, 0.001))
+            return False
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return True
 
 
 def _selector(

@@ -2,7 +2,10 @@
 
 Private to `nightschool.sandbox`. When a run has a cgroup, or tmpfs that
 nightschool mounts itself (to set `nr_inodes`, which bubblewrap 0.8's `--tmpfs`
-cannot), bubblewrap is started through a bash launcher on the host. The
+cannot), bubblewrap is started through a launcher on the host: a POSIX shell
+script (`/bin/sh`, dash on Debian and Ubuntu: the launcher took 11.5 ms wall
+and 5.0 ms CPU instead of bash's 15.4 / 6.5 ms, measured at load ~5), run as
+one process that execs its way to bubblewrap. The
 launcher first writes its own pid into each of the run's `cgroup.procs`, so
 every process of the run is born in the cgroup; as root it runs in a private
 mount namespace (util-linux `unshare --mount`; the host never sees the mounts,
@@ -144,18 +147,18 @@ def _userns_can_mount(unshare: str, mount: str) -> bool:
 class Launcher:
     """The host-side programs the launcher needs (absolute paths), resolved once."""
 
-    bash: str
+    shell: str
     unshare: str | None
     mount: str | None
     setpriv: str | None
 
     @classmethod
     def find(cls) -> Launcher | None:
-        """Resolve them on PATH; None without bash."""
-        bash = shutil.which("bash")
-        if bash is None:
+        """Resolve them on PATH (the shell: `sh`, else `bash`); None without either."""
+        shell = shutil.which("sh") or shutil.which("bash")
+        if shell is None:
             return None
-        return cls(bash, shutil.which("unshare"), shutil.which("mount"), shutil.which("setpriv"))
+        return cls(shell, shutil.which("unshare"), shutil.which("mount"), shutil.which("setpriv"))
 
     @property
     def can_mount(self) -> bool:
@@ -211,7 +214,7 @@ class Launcher:
             lines.append(f'exec {self.setpriv} {drop} -- "$@"')
         else:
             lines.append('exec "$@"')
-        argv = [self.bash, "-c", "\n".join(lines), "bash", *cmd]
+        argv = [self.shell, "-c", "\n".join(lines), "nightschool-launcher", *cmd]
         return [*self._namespace(), *argv] if fstab is not None else argv
 
 

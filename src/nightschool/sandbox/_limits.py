@@ -14,12 +14,16 @@ else the `NIGHTSCHOOL_SANDBOX_LIMITS` environment variable):
   hierarchy (`pids.max`), each created below nightschool's own cgroup so that
   limits above it still apply. An OOM kill is reported through an eventfd
   (`cgroup.event_control`), on which the host kills the rest of the run.
-- `fallback`, where no cgroup can be made (not root, no delegation): the run's
-  process cap (RLIMIT_NPROC) times the per-process address space (RLIMIT_AS)
-  is the run's budget, `fallback_processes × (run_memory_mb / fallback_processes)`.
-  RLIMIT_AS counts address space, not resident memory, so it bounds resident
-  memory too, from above; memory that RLIMIT_AS does not see (memfd, System V
-  shm) and the three tmpfs are outside it.
+- `fallback`, where no cgroup can be made (not root, no delegation): a
+  host-side watch (`_watch.MemoryWatch`) samples the run's process tree while
+  it lives and kills the whole run once its memory summed over its processes
+  (proportional resident memory, Pss) exceeds `run_memory_mb`; the tasks are
+  capped at `max_processes` (RLIMIT_NPROC, threads included) and each process
+  at `min(memory_mb, run_memory_mb)` of address space (RLIMIT_AS), so no single
+  process can exceed the budget at once. Best effort: a run can exceed its
+  budget by what it allocates between two samples (measured in
+  `tests/test_sandbox_bounds.py`); memory that no process maps (unmapped memfd,
+  System V shm) and the three tmpfs are outside it.
 
 The run joins its cgroup before anything of it exists (the launcher of
 `_launch` writes its own pid into `cgroup.procs`, then execs bubblewrap). A
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nightschool.sandbox import _launch as launch_
+from nightschool.sandbox import _watch as watch_
 
 if TYPE_CHECKING:
     from nightschool.sandbox._config import SandboxConfig
@@ -59,6 +64,8 @@ MECHANISMS = ("auto", "cgroup2", "cgroup1", "fallback")
 TASK_OVERHEAD = 6
 """Tasks a run's cgroup allows beyond `max_processes`: bubblewrap's two processes (the
 monitor and the pid namespace's init), the bash wrapper, coreutils `timeout`, GNU tar, one spare."""
+
+FAST_MS, SLOW_MS = round(watch_.FAST_S * 1000), round(watch_.SLOW_S * 1000)
 
 _PREFIX = "nightschool-"
 _MIB = 1024 * 1024
@@ -76,7 +83,8 @@ class RunBounds:
         mechanism: `cgroup2`, `cgroup1`, `fallback`, or `unsandboxed` (nothing).
         memory_bytes: most memory of the whole run. Under a cgroup: every byte
             charged to it (processes, tmpfs pages, kernel memory); in the
-            fallback: process cap × per-process address space.
+            fallback: the resident memory summed over its processes (Pss), as
+            the host-side watch samples it.
         tasks: most tasks (processes and threads) of the run.
         process_memory_bytes: RLIMIT_AS of each process.
         inodes: `nr_inodes` of each of the three tmpfs; None when not bounded.
@@ -97,8 +105,9 @@ class RunBounds:
         memory = self.memory_bytes // _MIB
         if self.mechanism == "fallback":
             head = (
-                f"fallback (rlimits): {self.tasks} tasks x "
-                f"{self.process_memory_bytes // _MIB} MiB address space = {memory} MiB per run"
+                f"fallback (host-side watch, best effort): {memory} MiB summed over a run's "
+                f"processes, sampled every {FAST_MS}-{SLOW_MS} ms, {self.tasks} tasks, "
+                f"{self.process_memory_bytes // _MIB} MiB address space per process"
             )
         else:
             head = f"{self.mechanism}: {memory} MiB and {self.tasks} tasks per run"
@@ -251,7 +260,7 @@ def plan(
     Args:
         config: the sandbox's limits; `config.limits` "auto" defers to
             `NIGHTSCHOOL_SANDBOX_LIMITS`, then to the first mechanism that works.
-        launcher: the host programs found (None: no bash, so no cgroup).
+        launcher: the host programs found (None: no shell, so no cgroup).
 
     Raises:
         LimitsError: the mechanism asked for is unknown or unusable here.
@@ -268,7 +277,7 @@ def plan(
     root = os.geteuid() == 0
     usable = launcher is not None and not (root and launcher.setpriv is None)
     if requested != "fallback" and not usable:
-        why = "bash is missing" if launcher is None else "util-linux setpriv is missing"
+        why = "no shell (sh, bash)" if launcher is None else "util-linux setpriv is missing"
         if requested != "auto":
             raise LimitsError(f"{requested} cannot be used: {why}")
         note = f"no cgroup: {why}"
@@ -279,9 +288,9 @@ def plan(
         mechanism = f"cgroup{hierarchy.version}"
         memory, tasks = config.run_memory_mb * _MIB, config.max_processes + TASK_OVERHEAD
         return RunBounds(mechanism, memory, tasks, config.memory_mb * _MIB, inodes, note), hierarchy
-    processes = min(config.max_processes, config.fallback_processes)
-    per_process = max(1, min(config.memory_mb, config.run_memory_mb // processes)) * _MIB
-    bounds = RunBounds("fallback", processes * per_process, processes, per_process, inodes, note)
+    per_process = min(config.memory_mb, config.run_memory_mb) * _MIB
+    memory, tasks = config.run_memory_mb * _MIB, config.max_processes
+    bounds = RunBounds("fallback", memory, tasks, per_process, inodes, note)
     return bounds, None
 
 
@@ -415,16 +424,27 @@ class RunCgroup:
 
 @dataclass
 class RunResources:
-    """What one run holds on the host: its cgroup, and where its tmpfs are mounted."""
+    """What one run holds on the host: its cgroup or memory watch, where its tmpfs are mounted."""
 
     cgroup: RunCgroup | None = None
+    watch: watch_.MemoryWatch | None = None
+    """The fallback's host-side watch of the run's memory, once the run is started."""
     mounted: dict[str, str] = field(default_factory=dict)
     """Sandbox path → host mount point of the tmpfs the launcher mounts (shared, kept)."""
 
     def release(self) -> None:
-        """Remove the cgroup, killing what is left in it. Idempotent."""
+        """Remove the cgroup, killing what is left in it; stop the watch. Idempotent."""
         if self.cgroup is not None:
             self.cgroup.release()
+        if self.watch is not None:
+            self.watch.release()
+
+    @property
+    def breached(self) -> bool:
+        """True once the run was killed over its memory bound (cgroup OOM or the watch)."""
+        if self.watch is not None and self.watch.breached:
+            return True
+        return self.cgroup is not None and self.cgroup.breached()
 
 
 def hold(hierarchy: Hierarchy | None, bounds: RunBounds, paths: tuple[str, ...]) -> RunResources:
