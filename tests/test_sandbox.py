@@ -284,3 +284,13 @@ def test_popen_in_sees_the_workspace(sandbox: Sandbox) -> None:
         proc = sandbox.popen_in(ws.path, ["cat", "hello.txt"])
         out, _ = proc.communicate(timeout=30)
     assert out == b"from host" and proc.returncode == 0
+
+
+def test_a_setup_failure_is_told_apart_from_the_programs_own() -> None:
+    from nightschool.sandbox import is_setup_fault
+
+    assert is_setup_fault(1, "bwrap: Can't mount tmpfs on /newroot: Operation not permitted")
+    assert is_setup_fault(1, "nightschool-setup: cannot mount the workspace tmpfs\n")
+    assert not is_setup_fault(1, "Traceback (most recent call last):\n  ...\nbwrap: in a message")
+    assert not is_setup_fault(2, "bwrap: usage")  # bubblewrap's own failures exit 1
+    assert not is_setup_fault(None, "bwrap: still running")

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from nightschool.errors import SandboxFaultError
 from nightschool.evolution.harness import BudgetExhausted, Harness
-from nightschool.sandbox import Sandbox, kill_process_group, python_argv
+from nightschool.sandbox import Sandbox, is_setup_fault, kill_process_group, python_argv
 
 __all__ = ["RUNNER_SOURCE", "PlayResult", "play_strategy"]
 
@@ -217,7 +217,7 @@ def play_strategy(
                         return finish("", "crash", "the runner closed its output but kept running")
                     err.seek(0)
                     tail = err.read()[-1500:].decode("utf-8", errors="replace")
-                    if tail.startswith("bwrap:") and proc.returncode == 1:
+                    if is_setup_fault(proc.returncode, tail):
                         raise SandboxFaultError(f"bubblewrap failed: {tail[:500]}")
                     return finish("", "crash", f"exit {proc.returncode}: {tail}".strip())
                 if len(raw) > MAX_LINE_BYTES:

@@ -74,6 +74,7 @@ from nightschool.sandbox._config import (
     SandboxConfig,
 )
 from nightschool.sandbox._core import Sandbox, Workspace, kill_process_group, python_argv
+from nightschool.sandbox._launch import is_setup_fault
 
 __all__ = [
     "COPY_OUT_GRACE_S",
@@ -83,6 +84,7 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "Workspace",
+    "is_setup_fault",
     "kill_process_group",
     "python_argv",
 ]

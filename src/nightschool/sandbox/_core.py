@@ -405,7 +405,7 @@ class Sandbox:
         """Raise SandboxFaultError when prlimit, bubblewrap or the launcher failed to set up."""
         if code == 1 and stderr.startswith("prlimit:"):
             raise SandboxFaultError(f"prlimit failed: {stderr.strip()[:500]}")
-        if self.isolated and code == 1 and stderr.startswith(("bwrap:", launch_.SETUP_PREFIX)):
+        if self.isolated and launch_.is_setup_fault(code, stderr):
             raise SandboxFaultError(f"bubblewrap failed: {stderr.strip()[:500]}")
 
     def _command(

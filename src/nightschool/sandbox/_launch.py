@@ -42,6 +42,16 @@ if TYPE_CHECKING:
 SETUP_PREFIX = "nightschool-setup:"
 """How the launcher's own failures start on stderr (exit status 1): an infrastructure fault."""
 
+
+def is_setup_fault(returncode: int | None, stderr: str) -> bool:
+    """Whether a sandboxed run's exit is the sandbox failing to start, not the program.
+
+    bubblewrap (`bwrap: ...`) and the launcher (`SETUP_PREFIX`) exit with
+    status 1 and say so at the start of stderr; a program's own failure is data.
+    """
+    return returncode == 1 and stderr.lstrip().startswith(("bwrap:", SETUP_PREFIX))
+
+
 _MIB = 1024 * 1024
 
 
