@@ -101,8 +101,12 @@ def sandbox_for(mechanism: str, **limits: int) -> Sandbox:
         pytest.skip(f"{mechanism} is not available on this machine: {exc.message}")
 
 
-def run_descendants() -> list[int]:
-    """Host pids of every process below this test process (the launcher, bwrap, the run)."""
+def run_descendants(skip: frozenset[int] = frozenset()) -> list[int]:
+    """Host pids of every process below this test process (the launcher, bwrap, the run).
+
+    Subtrees rooted at `skip` are left out: children the test process already had
+    before the run (in the full suite: the Postgres server, Ray, ...) are not the run.
+    """
     parent: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -112,7 +116,7 @@ def run_descendants() -> list[int]:
     found, frontier = [], [os.getpid()]
     while frontier:
         current = frontier.pop()
-        children = [pid for pid, ppid in parent.items() if ppid == current]
+        children = [pid for pid, ppid in parent.items() if ppid == current and pid not in skip]
         found += children
         frontier += children
     return found
@@ -135,11 +139,12 @@ class MemorySampler:
         self.processes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._before = frozenset(run_descendants())  # not the run: there before it started
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             pss = rss = 0
-            pids = run_descendants()
+            pids = run_descendants(self._before)
             for pid in pids:
                 with contextlib.suppress(OSError):
                     pss += kib(f"/proc/{pid}/smaps_rollup", "Pss")
@@ -249,11 +254,12 @@ def test_tasks_of_a_run_are_bounded(mechanism: str) -> None:
         "    made += 1\nprint(made)\n"
     )
     most = 0
+    before = frozenset(run_descendants())  # the suite's own children are not the run
 
     def count() -> None:
         nonlocal most
         while thread.is_alive():
-            most = max(most, len(run_descendants()))
+            most = max(most, len(run_descendants(before)))
             time.sleep(0.02)
 
     out: list[ExecResult] = []
