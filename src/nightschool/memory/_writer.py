@@ -108,10 +108,9 @@ class PlaybookWriter:
         )
         if problem:
             return LearnResult(status="rejected", reason=problem)
-        try:
-            extra_json = json.dumps(redact(dict(extra or {})), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            return LearnResult(status="rejected", reason=f"extra is not JSON-serialisable: {exc}")
+        extra_json = _extra_json(extra)
+        if isinstance(extra_json, LearnResult):
+            return extra_json
         trigger = redact_text(trigger.strip())
         anti_pattern = redact_text(anti_pattern.strip())
         correct_pattern = redact_text(correct_pattern.strip())
@@ -217,10 +216,9 @@ class PlaybookWriter:
             problem = "source_trajectory_id is empty (a skill needs its passing trajectory)"
         if problem:
             return LearnResult(status="rejected", reason=problem)
-        try:
-            extra_json = json.dumps(redact(dict(extra or {})), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            return LearnResult(status="rejected", reason=f"extra is not JSON-serialisable: {exc}")
+        extra_json = _extra_json(extra)
+        if isinstance(extra_json, LearnResult):
+            return extra_json
         summary = redact_text(summary.strip())
         code = redact_text(code).strip("\n")
         trajectory_id = source_trajectory_id.strip()
@@ -403,3 +401,11 @@ class PlaybookWriter:
             rowids = self.records.rowids_of(conn, lesson_id=lesson_id)
             self._archive(conn, rowids, reason)
         return bool(rowids)
+
+
+def _extra_json(extra: Mapping[str, Any] | None) -> str | LearnResult:
+    """An entry's `extra`, redacted, as sorted JSON; a `rejected` result when it cannot be."""
+    try:
+        return json.dumps(redact(dict(extra or {})), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        return LearnResult(status="rejected", reason=f"extra is not JSON-serialisable: {exc}")
