@@ -66,7 +66,7 @@ from bench_store import record
 from data.skill_evalset import skill_candidates
 from nightschool.agent import AgentConfig
 from nightschool.agent.pipeline import retrieve_shown
-from nightschool.memory import (
+from nightschool.playbook import (
     Embedder,
     HashingEmbedder,
     Lesson,

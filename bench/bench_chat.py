@@ -56,7 +56,7 @@ from bench_retrieval import (
 from data.retrieval_evalset import LESSONS
 from nightschool.agent import AgentConfig, ChatPipeline, TurnResult
 from nightschool.llm import ChatModel, EmbeddedConfig, EmbeddedModel, Message, ScriptedModel
-from nightschool.memory import SkillMemory, default_embedder
+from nightschool.playbook import SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
 from nightschool.server import SESSION_HEADER, create_app, serve_in_thread
 from nightschool.store import Store

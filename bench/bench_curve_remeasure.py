@@ -43,7 +43,7 @@ from nightschool.evals.curve import (
     practised_hashes,
 )
 from nightschool.llm import check_model, make_model
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver, SolverConfig
 from nightschool.store import Store

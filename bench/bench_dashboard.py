@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 from bench.data.dashboard_history import populate
 
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.server import serve_in_thread
 from nightschool.server.dashboard import DashboardConfig, standalone_app
 from nightschool.store import Store

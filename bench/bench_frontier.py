@@ -27,9 +27,9 @@ from collections import Counter
 from pathlib import Path
 
 from _stores import load_trajectories, store_paths
-from nightschool.learners import LivePrm, PrmConfig, train_prm
-from nightschool.learners.frontier import PrmFrontierTracker, cluster_weights
-from nightschool.selfplay.frontier import FrontierTracker
+from nightschool.dream.frontier import FrontierTracker
+from nightschool.learn import LivePrm, PrmConfig, train_prm
+from nightschool.learn.frontier import PrmFrontierTracker, cluster_weights
 from nightschool.store import Store
 
 

@@ -37,8 +37,8 @@ from pathlib import Path
 
 from _stores import load_trajectories, store_paths
 from nightschool.gate import PairedResult, promotion_gate
-from nightschool.learners import PrmConfig, prm_path, save_checkpoint, train_prm
-from nightschool.learners.frontier import FRONTIER_PREFIX
+from nightschool.learn import PrmConfig, prm_path, save_checkpoint, train_prm
+from nightschool.learn.frontier import FRONTIER_PREFIX
 from nightschool.store import Store
 
 ARMS = ("brittle", "prm")

@@ -3,8 +3,8 @@
 Usage:
     .venv/bin/python bench/bench_gate.py [--reps 1000] [--quick] [--seed 0]
 
-Every decision comes from `nightschool.evolution.promotion_gate` or
-`nightschool.evolution.SequentialGate` themselves (default `GateConfig`,
+Every decision comes from `nightschool.strategies.promotion_gate` or
+`nightschool.strategies.SequentialGate` themselves (default `GateConfig`,
 one-sided alpha = 0.05, floor 6), called once per simulated comparison.
 
 Nulls (mean paired delta d = candidate - incumbent exactly 0, scores in [0, 1]):

@@ -5,7 +5,7 @@ Usage:
         [--reflection-model NAME] [--budget 24] [--train 6] [--holdout 12]
         [--tier starter] [--seed 0] [--max-tokens 512]
 
-Runs `nightschool.optim.optimise.optimise_prompt` for real (the `gepa`
+Runs `nightschool.prompts.optimise.optimise_prompt` for real (the `gepa`
 package's engine, the real solver in the bubblewrap sandbox, the given model)
 on a throw-away database, so nothing is registered in the user's store:
 
@@ -36,8 +36,13 @@ from pathlib import Path
 from nightschool.challenges import TIERS
 from nightschool.config import Settings
 from nightschool.llm import check_model, make_model
-from nightschool.optim.adapter import SolverPromptAdapter
-from nightschool.optim.optimise import OptimiseConfig, OptimiseResult, optimise_prompt, pick_holdout
+from nightschool.prompts.adapter import SolverPromptAdapter
+from nightschool.prompts.optimise import (
+    OptimiseConfig,
+    OptimiseResult,
+    optimise_prompt,
+    pick_holdout,
+)
 from nightschool.sandbox import Sandbox
 from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolverConfig
 from nightschool.store import Store

@@ -11,7 +11,7 @@ no reflection:
     incumbent = without playbook (memory=None),
     candidate = with playbook (SkillMemory over the lessons below, k = 3).
 Per-task pass/fail is paired by task id and handed to
-`nightschool.evolution.promotion_gate` (superiority, one-sided alpha 0.05:
+`nightschool.strategies.promotion_gate` (superiority, one-sided alpha 0.05:
 exact McNemar on the discordant pairs); costs are the turn's tokens.
 
 Playbook ("with" arm):
@@ -41,7 +41,7 @@ from nightschool.config import Settings
 from nightschool.evals import EvalRun, InProcessRunner, Task, TaskResult, get_suite, run_eval
 from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.llm import ChatModel, check_model, make_model
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 

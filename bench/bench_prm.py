@@ -2,7 +2,7 @@
 
 Targets (issue 11): held-out prefix AUC of at least 0.75 on nightschool's own
 trajectories; scoring at most 10 µs per step. Trains with the real code
-(`nightschool.learners.train_prm`: grouped 5-fold cross-validation, a
+(`nightschool.learn.train_prm`: grouped 5-fold cross-validation, a
 challenge's renders kept in one fold) on the trajectories of one or more
 stores (deduplicated by id; eval items never used) and prints, side by side:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _stores import load_trajectories, store_paths
 from nightschool.config import Settings
-from nightschool.learners import PrmConfig, train_prm
+from nightschool.learn import PrmConfig, train_prm
 
 PREFIX_AUC_TARGET = 0.75
 SCORE_US_TARGET = 10.0

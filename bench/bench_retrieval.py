@@ -53,7 +53,7 @@ from data.retrieval_reworded import REWORDED
 from data.skill_evalset import skill_candidates, skill_queries
 from data.synthetic_slots import SLOT_TEXT
 from data.unrelated_requests import UNRELATED_REQUESTS
-from nightschool.memory import (
+from nightschool.playbook import (
     DOMAINS,
     Embedder,
     HashingEmbedder,
@@ -61,7 +61,7 @@ from nightschool.memory import (
     SkillMemory,
     default_embedder,
 )
-from nightschool.memory._rows import embedding_text
+from nightschool.playbook._rows import embedding_text
 from nightschool.store import Store
 
 CACHE_DIR = Path("/tmp/nightschool-bench")

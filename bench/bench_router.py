@@ -2,7 +2,7 @@
 
 Issue 11 part 3: judged with the non-inferiority-and-cheaper gate, at least
 30% fewer model tokens at no significant loss of pass rate. Trains with the
-real code (`nightschool.learners.train_router`: grouped cross-validation, a
+real code (`nightschool.learn.train_router`: grouped cross-validation, a
 challenge's renders in one fold) on the trajectories of one or more stores
 and replays every held-out full-budget self-play episode cut to the routed
 budget (the solver's attempt k depends only on its seed and the attempts
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 from _stores import load_trajectories, store_paths
-from nightschool.learners import RouterConfig, train_router
+from nightschool.learn import RouterConfig, train_router
 
 THRESHOLDS = ((0.8, 0.05), (0.9, 0.02), (0.7, 0.15), (0.99, 0.3))
 """(direct_at, stop_at) pairs: the default first, then a cautious and two bolder ones."""

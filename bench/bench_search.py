@@ -39,8 +39,8 @@ from _stores import load_trajectories, store_paths
 from nightschool.config import Settings
 from nightschool.evals.curve import build_heldout
 from nightschool.gate import GateConfig, PairedResult, promotion_gate
-from nightschool.learners import PrmConfig, train_prm
-from nightschool.learners.search import POLICIES, BestOfN, PrmMcts, PrmRepair
+from nightschool.learn import PrmConfig, train_prm
+from nightschool.learn.search import POLICIES, BestOfN, PrmMcts, PrmRepair
 from nightschool.llm import Completion, make_model
 from nightschool.llm._protocol import Message, ToolSpec
 from nightschool.sandbox import Sandbox

@@ -36,7 +36,7 @@ from nightschool.config import Settings
 from nightschool.llm import Message
 from nightschool.llm.factory import make_model
 from nightschool.llm.preempt import Foreground
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 

@@ -39,7 +39,7 @@ from nightschool.evals.stream import (
     report,
 )
 from nightschool.gate import Verdict
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 

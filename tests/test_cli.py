@@ -50,7 +50,7 @@ def test_help_everywhere(tmp_path: Path) -> None:
 
 def test_import_has_no_side_effects(tmp_path: Path) -> None:
     home = tmp_path / "untouched"
-    code = "import nightschool, nightschool.cli, nightschool.store, nightschool.selfplay"
+    code = "import nightschool, nightschool.cli, nightschool.store, nightschool.dream"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -132,7 +132,7 @@ def test_failure_becomes_lesson_that_is_shown_then_retracted(tmp_path: Path) -> 
             sys.executable,
             "-c",
             "import sys; from pathlib import Path\n"
-            "from nightschool.store import Store\nfrom nightschool.memory import SkillMemory\n"
+            "from nightschool.store import Store\nfrom nightschool.playbook import SkillMemory\n"
             "s = Store.open(Path(sys.argv[1]))\n"
             "print([r.lesson.id for r in SkillMemory(s).retrieve(sys.argv[2], k=5)])",
             str(home / "nightschool.db"),

@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 from nightschool.agent import ChatPipeline
 from nightschool.cli._diary import diary
 from nightschool.config import Settings
+from nightschool.dream.frontier import FrontierTracker
 from nightschool.errors import ModelUnavailableError
 from nightschool.llm import ScriptedModel
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.selfhood import (
     NARRATIVE_SYSTEM_PROMPT,
@@ -28,7 +29,6 @@ from nightschool.selfhood import (
     self_state,
     wake_up_prefix,
 )
-from nightschool.selfplay.frontier import FrontierTracker
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, Trajectory
 

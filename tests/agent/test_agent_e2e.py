@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from nightschool.agent import AgentConfig, ChatPipeline, Verifier
-from nightschool.learning.reflection import Reflector, ReflectorConfig
-from nightschool.learning.sink import PlaybookSink
+from nightschool.lessons.reflection import Reflector, ReflectorConfig
+from nightschool.lessons.sink import PlaybookSink
 from nightschool.llm import EmbeddedConfig, EmbeddedModel, Message
-from nightschool.memory import PLAYBOOK_HEADER, SkillMemory
+from nightschool.playbook import PLAYBOOK_HEADER, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, ToolCall

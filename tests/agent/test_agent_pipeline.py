@@ -13,10 +13,10 @@ from nightschool.agent import AgentConfig, ChatPipeline, reply_fingerprint, sess
 from nightschool.agent import pipeline as pipeline_module
 from nightschool.errors import ModelUnavailableError, SandboxFaultError, UserError
 from nightschool.feedback import STEP_LIMIT_MARKER
-from nightschool.learning.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
-from nightschool.learning.sink import PlaybookSink
+from nightschool.lessons.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
+from nightschool.lessons.sink import PlaybookSink
 from nightschool.llm import Message, ScriptedModel
-from nightschool.memory import PLAYBOOK_HEADER, HashingEmbedder, SkillMemory
+from nightschool.playbook import PLAYBOOK_HEADER, HashingEmbedder, SkillMemory
 from nightschool.sandbox import ExecResult, Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome

@@ -26,7 +26,7 @@ from nightschool.cli._idle import ForegroundService
 from nightschool.cli._serve import _show_self_play
 from nightschool.llm import Completion, Message, ScriptedModel, tool_reply
 from nightschool.llm.preempt import Foreground
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.server import create_app
 from nightschool.server._chat import LocalBackend

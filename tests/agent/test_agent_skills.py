@@ -10,7 +10,7 @@ import pytest
 
 from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.llm import Message, ScriptedModel, tool_reply
-from nightschool.memory import (
+from nightschool.playbook import (
     PLAYBOOK_HEADER,
     WORKED_EXAMPLES_HEADER,
     Embedder,

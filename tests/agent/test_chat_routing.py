@@ -11,7 +11,7 @@ import pytest
 
 from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.agent.loop import DIRECT_SYSTEM_PROMPT
-from nightschool.learners.chat_router import ChatRouter, ChatRouterConfig, ChatRouterParams
+from nightschool.learn.chat_router import ChatRouter, ChatRouterConfig, ChatRouterParams
 from nightschool.llm import Message, ScriptedModel
 from nightschool.llm.scripted import tool_reply
 from nightschool.sandbox import Sandbox

@@ -26,10 +26,10 @@ from nightschool.challenges import (
     validator_crash,
 )
 from nightschool.challenges._selftest import instrument, validator_self_test
+from nightschool.dream.frontier import FrontierTracker
 from nightschool.errors import ChallengeFaultError, ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.sandbox import ExecResult, Sandbox
-from nightschool.selfplay.frontier import FrontierTracker
 from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 from nightschool.trajectory import Outcome

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nightschool.evals._curve_arms import equal_compute_attempts, placebo_recall
-from nightschool.learning.skills import Recall
-from nightschool.memory import HashingEmbedder, RetrievedLesson, SkillMemory
+from nightschool.lessons.skills import Recall
+from nightschool.playbook import HashingEmbedder, RetrievedLesson, SkillMemory
 from nightschool.store import Store
 
 

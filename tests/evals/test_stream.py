@@ -27,9 +27,9 @@ from nightschool.evals.stream import (
     split_public,
     write_csv,
 )
-from nightschool.learning.extraction import LessonExtractor
+from nightschool.lessons.extraction import LessonExtractor
 from nightschool.llm.scripted import ScriptedModel
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver
 from nightschool.store import Store

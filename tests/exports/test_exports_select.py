@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from tests.exports._factory import BAD, GOOD, WORSE, measured, selfplay
 
+from nightschool.dream.loop import DREAM_SEED_LIMIT
 from nightschool.exports import Exclusions, Tally, judged_runs
 from nightschool.exports._select import HELD_OUT
-from nightschool.selfplay.dream import DREAM_SEED_LIMIT
 from nightschool.trajectory import Correction, Outcome, apply_correction
 
 REGRESSION_INSTRUCTION = (

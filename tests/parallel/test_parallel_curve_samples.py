@@ -14,19 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.learning._scripted import asked
+from tests.lessons._scripted import asked
 from tests.parallel._support import needs_bwrap
 from typer.testing import CliRunner
 
 from nightschool.challenges import Challenge
 from nightschool.config import Settings
+from nightschool.dream import DreamLoop, FrontierTracker
+from nightschool.dream.loop import DREAM_SEED_LIMIT
 from nightschool.evals.curve import build_heldout, run_curve
 from nightschool.llm import Message, ScriptedModel
-from nightschool.memory import SkillMemory, default_embedder
 from nightschool.parallel import RayBackend, SettingsResources
+from nightschool.playbook import SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay import DreamLoop, FrontierTracker
-from nightschool.selfplay.dream import DREAM_SEED_LIMIT
 from nightschool.solver import Solver, SolverConfig
 from nightschool.store import Store
 

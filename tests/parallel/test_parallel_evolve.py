@@ -10,12 +10,12 @@ from typing import Any
 from tests.parallel._support import needs_bwrap
 
 from nightschool.config import Settings
-from nightschool.evolution.author import AUTHOR_SYSTEM
-from nightschool.evolution.engine import Evolution, EvolutionConfig
-from nightschool.evolution.tasks import draw_holdout, draw_train
 from nightschool.llm import make_model
 from nightschool.parallel import RayBackend, SettingsResources
 from nightschool.sandbox import Sandbox
+from nightschool.strategies.author import AUTHOR_SYSTEM
+from nightschool.strategies.engine import Evolution, EvolutionConfig
+from nightschool.strategies.tasks import draw_holdout, draw_train
 
 MAGIC = "MAGIC: read the task twice"
 DEPTH = f'def solve(task, harness):\n    return harness.sample(prompt_extra="{MAGIC}")\n'

@@ -15,8 +15,7 @@ import pytest
 from bench.data.dashboard_history import History, populate
 from fastapi.testclient import TestClient
 
-from nightschool.evolution import champions
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.server.dashboard import (
     COOKIE_NAME,
     SESSION_MAX_AGE_S,
@@ -28,6 +27,7 @@ from nightschool.server.dashboard._auth import Gate
 from nightschool.server.dashboard._queries import current_champion
 from nightschool.server.dashboard._results import learning_curves
 from nightschool.store import Store
+from nightschool.strategies import champions
 from nightschool.trajectory import Correction, Outcome, Trajectory
 
 KEY = "dashboard-test-key-7f3a9c"

@@ -24,7 +24,7 @@ import pytest
 from bench.data.dashboard_history import History, populate
 from PIL import Image
 
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.store import Store
 
 NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"

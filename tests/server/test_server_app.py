@@ -21,7 +21,7 @@ from nightschool.errors import (
     UserError,
 )
 from nightschool.llm import Message
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.server import SESSION_HEADER, ServerLimits, create_app
 from nightschool.server._wire import split_reply
 from nightschool.store import Store

@@ -18,7 +18,7 @@ from nightschool.cli import app
 from nightschool.cli._serve import run_repl
 from nightschool.errors import InfrastructureError, ModelUnavailableError, UserError
 from nightschool.llm import Message, ScriptedModel
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.server import create_app, is_loopback, serve_in_thread
 from nightschool.server._chat import HttpBackend, LearnedView, LocalBackend, TurnView

@@ -19,10 +19,10 @@ import openai
 import pytest
 
 from nightschool.agent import VERIFIER_RUBRIC, ChatPipeline, session_dir_name
-from nightschool.learning.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
-from nightschool.learning.sink import PlaybookSink
+from nightschool.lessons.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
+from nightschool.lessons.sink import PlaybookSink
 from nightschool.llm import Message, OpenAICompatibleConfig, OpenAICompatibleModel, ScriptedModel
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.server import SESSION_HEADER, create_app, serve_in_thread
 from nightschool.store import Store

@@ -30,7 +30,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from nightschool.agent import ChatPipeline
 from nightschool.errors import ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
-from nightschool.memory import HashingEmbedder, SkillMemory
+from nightschool.playbook import HashingEmbedder, SkillMemory
 from nightschool.sandbox import Sandbox
 from nightschool.server import ServerLimits, create_app
 from nightschool.server._wire import turn_finish_reason

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 
 from nightschool.agent._types import BackgroundResult
-from nightschool.learning.reflection import Reflector, ReflectOutcome
+from nightschool.lessons.reflection import Reflector, ReflectOutcome
 from nightschool.trajectory import Trajectory
 
 logger = logging.getLogger("nightschool.agent")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nightschool.agent._types import AgentConfig
-from nightschool.memory import PLAYBOOK_TOKEN_BUDGET, RetrievedLesson, SkillMemory, fit_to_budget
+from nightschool.playbook import PLAYBOOK_TOKEN_BUDGET, RetrievedLesson, SkillMemory, fit_to_budget
 
 __all__ = ["retrieve_shown"]
 

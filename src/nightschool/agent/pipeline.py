@@ -73,11 +73,10 @@ from nightschool.agent.tools import (
 )
 from nightschool.agent.verifier import Verifier, VerifierVerdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
-from nightschool.evolution.champions import chat_strategy
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
-from nightschool.learning.reflection import Reflector
+from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel, Message
-from nightschool.memory import (
+from nightschool.playbook import (
     RetrievedLesson,
     SkillMemory,
     format_playbook,
@@ -86,10 +85,11 @@ from nightschool.memory import (
 from nightschool.sandbox import Sandbox
 from nightschool.selfhood import wake_up_prefix
 from nightschool.store import Store
+from nightschool.strategies.champions import chat_strategy
 from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
 
 if TYPE_CHECKING:
-    from nightschool.learners.chat_router import ChatRoute, ChatRouter
+    from nightschool.learn.chat_router import ChatRoute, ChatRouter
 
 logger = logging.getLogger("nightschool.agent")
 
@@ -445,7 +445,7 @@ class ChatPipeline:
         """How this turn is answered: the router's route, or `full` without one."""
         if self.router is not None:
             return self.router.route(request)
-        from nightschool.learners.chat_router import ChatRoute
+        from nightschool.learn.chat_router import ChatRoute
 
         return ChatRoute("full", "no chat router")
 

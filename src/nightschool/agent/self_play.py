@@ -40,8 +40,8 @@ from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
-    from nightschool.selfplay.dream import CycleResult
+    from nightschool.dream.loop import CycleResult
+    from nightschool.playbook import SkillMemory
 
 logger = logging.getLogger("nightschool.agent")
 

@@ -13,6 +13,7 @@ from nightschool.cli._curve import learning_curve
 from nightschool.cli._dashboard import dashboard
 from nightschool.cli._diary import diary
 from nightschool.cli._doctor import doctor
+from nightschool.cli._dream import dream, status
 from nightschool.cli._eval import eval_app
 from nightschool.cli._evolve import evolve
 from nightschool.cli._idle import watch
@@ -21,7 +22,6 @@ from nightschool.cli._lessons import lessons_app, reflect
 from nightschool.cli._models import models
 from nightschool.cli._prompts import prompts_app
 from nightschool.cli._records import trajectories_app
-from nightschool.cli._selfplay import dream, status
 from nightschool.cli._serve import chat, serve
 from nightschool.cli._strategies import strategies_app
 from nightschool.cli._stream import stream

@@ -108,12 +108,12 @@ def learning_curve(
         if (cycles is None) == (minutes is None):
             raise UserError("give exactly one of --cycles or --minutes (per checkpoint)")
         from nightschool.challenges import TIERS
+        from nightschool.dream import DreamLoop
         from nightschool.evals.curve import build_heldout, run_curve
-        from nightschool.learners.frontier import check_picker, make_tracker
-        from nightschool.learning.extraction import LessonExtractor
-        from nightschool.learning.verify import PairedVerifier
-        from nightschool.memory import SkillMemory
-        from nightschool.selfplay import DreamLoop
+        from nightschool.learn.frontier import check_picker, make_tracker
+        from nightschool.lessons.extraction import LessonExtractor
+        from nightschool.lessons.verify import PairedVerifier
+        from nightschool.playbook import SkillMemory
         from nightschool.solver import Solver, SolverConfig
 
         tier_list = _split(tiers)

@@ -11,7 +11,7 @@ from nightschool.cli._common import err, errors_to_exit_codes, open_store, setti
 from nightschool.errors import UserError
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.store import Store
 
 
@@ -94,7 +94,7 @@ def _playbook(store: Store) -> SkillMemory | None:
     None, with a note, when the embedding model's packages are missing: the
     dashboard then shows lessons read-only.
     """
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
 
     try:
         return SkillMemory(store)

@@ -82,7 +82,7 @@ def _inprocess_runner(
         check_model(model)
     memory = None
     if playbook:
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         with err.status("loading the skill playbook ..."):
             memory = SkillMemory(store)
@@ -118,7 +118,7 @@ def _inprocess_runner(
 
 def _chat_router(settings: Settings, memory: Any, route: str) -> Any:
     """The `ChatRouter` of `--route`: forced, or the home's saved one (`auto`)."""
-    from nightschool.learners.chat_router import ChatRouter
+    from nightschool.learn.chat_router import ChatRouter
 
     if route not in ROUTES:
         raise UserError(f"--route must be one of {', '.join(ROUTES)}, not {route!r}")
@@ -126,7 +126,7 @@ def _chat_router(settings: Settings, memory: Any, route: str) -> Any:
         return ChatRouter(forced="direct" if route == "direct" else "full")
     embedder = getattr(memory, "embedder", None)
     if embedder is None:
-        from nightschool.memory import default_embedder
+        from nightschool.playbook import default_embedder
 
         embedder = default_embedder()
     return ChatRouter.from_home(settings.home_dir(), embedder)

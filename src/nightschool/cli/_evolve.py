@@ -124,10 +124,10 @@ def evolve(
         )
         # local-only, workers included: a non-loopback model server is refused (exit 2)
         stack.enter_context(no_external_network())
-        from nightschool.evolution import champions
-        from nightschool.evolution.engine import Evolution, EvolutionConfig
-        from nightschool.evolution.report import print_report, write_reports
         from nightschool.llm import check_model, make_model
+        from nightschool.strategies import champions
+        from nightschool.strategies.engine import Evolution, EvolutionConfig
+        from nightschool.strategies.report import print_report, write_reports
 
         if champion not in ("score", "costAware"):
             raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
@@ -140,7 +140,7 @@ def evolve(
         if resume is not None and run_dir is not None and resume != run_dir:
             raise UserError("give either --run-dir (new run) or --resume (existing run)")
         if resume is not None:
-            from nightschool.evolution.archive import load_checkpoint
+            from nightschool.strategies.archive import load_checkpoint
 
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
         settings = settings_from(

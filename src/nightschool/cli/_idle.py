@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from nightschool.config import Settings
     from nightschool.llm import ChatModel
     from nightschool.llm.preempt import Foreground
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.sandbox import Sandbox
     from nightschool.store import Store
     from nightschool.watchdog import Watchdog

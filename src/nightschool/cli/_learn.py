@@ -65,7 +65,7 @@ def learn_prm_command(
     when measured but not saved, 2 when there is not enough data yet.
     """
     with errors_to_exit_codes():
-        from nightschool.learners import PrmConfig, learn_prm
+        from nightschool.learn import PrmConfig, learn_prm
 
         config = PrmConfig(folds=folds, min_trajectories=min_trajectories)
         report = _train(
@@ -136,7 +136,7 @@ def learn_router_command(
     is written. Exit 0 when saved, 1 when not, 2 when there is not enough data.
     """
     with errors_to_exit_codes():
-        from nightschool.learners import RouterConfig, learn_router
+        from nightschool.learn import RouterConfig, learn_router
 
         config = RouterConfig(
             direct_at=direct_at, stop_at=stop_at, min_trajectories=min_trajectories
@@ -195,8 +195,8 @@ def learn_chat_router_command(
     """
     with errors_to_exit_codes():
         from nightschool.evals import chat_pairs
-        from nightschool.learners.chat_router import ChatRouterConfig, learn_chat_router
-        from nightschool.memory import default_embedder
+        from nightschool.learn.chat_router import ChatRouterConfig, learn_chat_router
+        from nightschool.playbook import default_embedder
 
         config = ChatRouterConfig(direct_at=direct_at, k=k, min_pairs=min_pairs)
         report = _train(

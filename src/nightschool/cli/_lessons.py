@@ -38,10 +38,10 @@ def reflect(
 ) -> None:
     """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
     with errors_to_exit_codes():
-        from nightschool.learning.reflection import Reflector
-        from nightschool.learning.sink import PlaybookSink
+        from nightschool.lessons.reflection import Reflector
+        from nightschool.lessons.sink import PlaybookSink
         from nightschool.llm import check_model, make_model
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
@@ -99,7 +99,7 @@ def list_lessons(
 ) -> None:
     """List lessons (or skills) with provenance and retrieval counters."""
     with errors_to_exit_codes():
-        from nightschool.memory import Kind, SkillMemory
+        from nightschool.playbook import Kind, SkillMemory
 
         if kind not in ("lesson", "skill", "all"):
             raise UserError(f"--kind must be lesson, skill or all, not {kind!r}")
@@ -148,7 +148,7 @@ def list_lessons(
 def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) -> None:
     """Show one lesson in full, with where it came from and how it has done."""
     with errors_to_exit_codes():
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         store = open_store(settings_from(), must_exist=True)
         try:
@@ -209,7 +209,7 @@ def retract_lessons(
 ) -> None:
     """Remove every lesson learned from a trajectory (archived first; nothing is lost)."""
     with errors_to_exit_codes():
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         if not trajectory.strip():
             raise UserError("--trajectory needs a non-empty trajectory id")
@@ -234,7 +234,7 @@ def export_lessons(
 ) -> None:
     """Write every lesson as one JSON record per line (with format_version)."""
     with errors_to_exit_codes():
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         store = open_store(settings_from(), must_exist=True)
         try:

@@ -21,8 +21,8 @@ from nightschool.errors import UserError
 if TYPE_CHECKING:
     from nightschool.config import Settings
     from nightschool.evals import RemoteAgent
-    from nightschool.memory import SkillMemory
     from nightschool.parallel import Backend, SettingsResources
+    from nightschool.playbook import SkillMemory
     from nightschool.sandbox import Sandbox, SandboxConfig
     from nightschool.store import Store
 
@@ -115,7 +115,7 @@ def driver_playbook(store: Store, playbook: bool) -> Iterator[SkillMemory | None
     if not playbook:
         yield None
         return
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
 
     with err.status("loading the skill playbook ..."):
         memory = SkillMemory(store)

@@ -28,8 +28,8 @@ from nightschool.cli._common import (
 from nightschool.errors import EXIT_CODES
 
 if TYPE_CHECKING:
-    from nightschool.optim.optimise import OptimiseResult
-    from nightschool.optim.registry import PromptEntry
+    from nightschool.prompts.optimise import OptimiseResult
+    from nightschool.prompts.registry import PromptEntry
 
 prompts_app = typer.Typer(
     help="Versioned prompts (solver, reflection, planning): the live one of each slot, "
@@ -83,7 +83,7 @@ def list_prompts(
 ) -> None:
     """List the registry's history, oldest first; ★ marks each slot's live prompt."""
     with errors_to_exit_codes():
-        from nightschool.optim import registry
+        from nightschool.prompts import registry
 
         if slot is not None:
             registry.check_slot(slot)
@@ -130,7 +130,7 @@ def show_prompt(
 ) -> None:
     """Show one prompt: its text, the promotion gate's verdict and how it was measured."""
     with errors_to_exit_codes():
-        from nightschool.optim import registry
+        from nightschool.prompts import registry
 
         name = registry.check_slot(slot or "solver")
         console = Console()
@@ -190,7 +190,7 @@ def rollback_prompt(
     or nothing to roll back, 4 unusable database.
     """
     with errors_to_exit_codes():
-        from nightschool.optim import registry
+        from nightschool.prompts import registry
 
         with open_store(settings_from(), must_exist=True) as store:
             if slot is not None:
@@ -294,9 +294,9 @@ def optimise(
     """
     with errors_to_exit_codes():
         from nightschool.llm import check_model, make_model
-        from nightschool.optim import registry
-        from nightschool.optim.optimise import OptimiseConfig, optimise_prompt, write_report
         from nightschool.privacy import no_external_network
+        from nightschool.prompts import registry
+        from nightschool.prompts.optimise import OptimiseConfig, optimise_prompt, write_report
 
         config = OptimiseConfig(
             slot=registry.check_slot(slot),

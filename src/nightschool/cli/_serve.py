@@ -29,7 +29,7 @@ from nightschool.config import Settings
 from nightschool.errors import NightschoolError, UserError
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.server._chat import ChatBackend, LearnedView, TurnView
     from nightschool.store import Store
 
@@ -105,11 +105,11 @@ def _agent(
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.agent.self_play import SelfPlayTools
     from nightschool.cli._idle import ForegroundService
-    from nightschool.learners.chat_router import ChatRouter
-    from nightschool.learning.reflection import Reflector
-    from nightschool.learning.sink import PlaybookSink
+    from nightschool.learn.chat_router import ChatRouter
+    from nightschool.lessons.reflection import Reflector
+    from nightschool.lessons.sink import PlaybookSink
     from nightschool.llm.preempt import Foreground
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
 
     sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="the agent's tools")
     store = open_store(settings)

@@ -15,7 +15,7 @@ from nightschool.cli._common import err, errors_to_exit_codes, open_store, setti
 from nightschool.errors import EXIT_CODES
 
 if TYPE_CHECKING:
-    from nightschool.evolution.champions import ChampionEntry
+    from nightschool.strategies.champions import ChampionEntry
 
 strategies_app = typer.Typer(
     help="Evolved solving strategies: the promoted champion self-play solves with, "
@@ -58,7 +58,7 @@ def list_strategies(
 ) -> None:
     """List the registry's history, oldest first; ★ marks the current champion."""
     with errors_to_exit_codes():
-        from nightschool.evolution import champions
+        from nightschool.strategies import champions
 
         settings = settings_from()
         if not settings.database_exists():
@@ -101,7 +101,7 @@ def show_strategy(
 ) -> None:
     """Show one champion: its source, lineage and the promotion gate's verdict."""
     with errors_to_exit_codes():
-        from nightschool.evolution import champions
+        from nightschool.strategies import champions
 
         with open_store(settings_from(), must_exist=True) as store:
             if entry_id is None:
@@ -164,7 +164,7 @@ def rollback_strategy(
     nothing to roll back, 4 unusable database.
     """
     with errors_to_exit_codes():
-        from nightschool.evolution import champions
+        from nightschool.strategies import champions
 
         with open_store(settings_from(), must_exist=True) as store:
             now = champions.current(store)

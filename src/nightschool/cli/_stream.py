@@ -232,8 +232,8 @@ def _run(
         run_stream,
         start_memory_from,
     )
-    from nightschool.learning.extraction import LessonExtractor
-    from nightschool.memory import SkillMemory
+    from nightschool.lessons.extraction import LessonExtractor
+    from nightschool.playbook import SkillMemory
     from nightschool.solver import Solver, SolverConfig
     from nightschool.store import Store
 

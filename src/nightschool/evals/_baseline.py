@@ -8,7 +8,7 @@ with its 95% Wilson interval.
 Regression rule of `compare` (pairs = tasks present in both):
     b = tasks the baseline passed and the run failed, c = the reverse;
     drop = (b - c) / n, the paired pass-rate drop.
-    The promotion gate (`nightschool.evolution.promotion_gate`) is asked
+    The promotion gate (`nightschool.strategies.promotion_gate`) is asked
     whether the *baseline* beats the *run* (incumbent = run, candidate =
     baseline, pass/fail scores, so its exact one-sided McNemar test on the
     discordant pairs decides: p = P(Binomial(b + c, 1/2) >= b)).

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from nightschool.evals._storage import list_runs, load_run
-from nightschool.learners.chat_router import ROUTES, ChatPair
+from nightschool.learn.chat_router import ROUTES, ChatPair
 from nightschool.store import Store
 
 __all__ = ["chat_pairs"]

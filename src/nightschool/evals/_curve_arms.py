@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import random
 
-from nightschool.learning.skills import Recall, shown_recall, unranked
-from nightschool.memory import SkillMemory
+from nightschool.lessons.skills import Recall, shown_recall, unranked
+from nightschool.playbook import SkillMemory
 from nightschool.store import Store
 
 EQUAL_COMPUTE_MAX_ATTEMPTS = 10

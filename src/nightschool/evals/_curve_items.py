@@ -14,8 +14,8 @@ from typing import Literal
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.errors import UserError
 from nightschool.evals._curve_arms import placebo_recall
-from nightschool.learning.skills import Recall, recall
-from nightschool.memory import SkillMemory
+from nightschool.lessons.skills import Recall, recall
+from nightschool.playbook import SkillMemory
 from nightschool.trajectory import Trajectory
 
 HELDOUT_SEED_BASE = 1_000_000_000

@@ -24,8 +24,8 @@ from nightschool.trajectory import new_id
 
 if TYPE_CHECKING:
     from nightschool.evals._curve_items import Arm, HeldOut, HeldOutItem, ItemResult, Measurement
-    from nightschool.learning.skills import Recall
-    from nightschool.memory import SkillMemory
+    from nightschool.lessons.skills import Recall
+    from nightschool.playbook import SkillMemory
 
 
 def store_once(store: Store, solved: Solved) -> str:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.errors import IncoherentRecordError
 from nightschool.llm import ChatModel
-from nightschool.memory import RetrievedLesson
+from nightschool.playbook import RetrievedLesson
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from nightschool.learners.chat_router import ChatRouter
+    from nightschool.learn.chat_router import ChatRouter
 
 _scratch: list[Store] = []
 _scratch_lock = threading.Lock()

@@ -50,7 +50,7 @@ from nightschool.trajectory import Outcome, Trajectory
 
 if TYPE_CHECKING:
     from nightschool.agent import AgentConfig
-    from nightschool.memory import RetrievedLesson, SkillMemory
+    from nightschool.playbook import RetrievedLesson, SkillMemory
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def eval_episode(agent: RemoteAgent, item: EvalItem) -> EvalOutcome:
     """
     from nightschool.evals._detached import DetachedPipeline
     from nightschool.evals._runners import InProcessRunner
-    from nightschool.learners.chat_router import ChatRouter
+    from nightschool.learn.chat_router import ChatRouter
 
     task = _task(agent.suite, agent.seed, item.task_id)
     model, sandbox = agent.resources.model(), agent.resources.sandbox()
@@ -235,8 +235,8 @@ def _items(
 ) -> Iterator[EvalItem]:
     """Each task's episode, its snapshot taken when it is submitted."""
     from nightschool.agent._shown import retrieve_shown
-    from nightschool.evolution.champions import chat_strategy
     from nightschool.selfhood import wake_up_prefix
+    from nightschool.strategies.champions import chat_strategy
 
     who_i_am = wake_up_prefix(store)
     strategy = chat_strategy(store)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nightschool.dream.loop import DREAM_SEED_LIMIT, CycleResult, DreamLoop
 from nightschool.errors import UserError
 from nightschool.evals._curve_arms import (
     dream_model_calls,
@@ -64,9 +65,8 @@ from nightschool.evals._curve_items import (
 from nightschool.evals._curve_plot import plot
 from nightschool.evals._model import pass_at_1
 from nightschool.gate import Verdict
-from nightschool.memory import SkillMemory
 from nightschool.parallel import Backend, LocalResources, Resources
-from nightschool.selfplay.dream import DREAM_SEED_LIMIT, CycleResult, DreamLoop
+from nightschool.playbook import SkillMemory
 from nightschool.solver.core import Solver
 from nightschool.store import Store
 

@@ -36,7 +36,7 @@ from nightschool.exports._select import (
     fence,
     judged_runs,
 )
-from nightschool.learning.skills import prompt_sha
+from nightschool.lessons.skills import prompt_sha
 from nightschool.trajectory import Outcome, Trajectory
 
 

@@ -18,7 +18,7 @@ item can leak into training data:
   set (b), `extra["learning_curve"]["set"] == "b"`): training on any rendering
   of it would make it seen;
 - template renderings whose `extra["seed"]` is at or above
-  `selfplay.dream.DREAM_SEED_LIMIT`: the dream renders below it, and the seeds
+  `dream.loop.DREAM_SEED_LIMIT`: the dream renders below it, and the seeds
   above are reserved for measurement (verification from 500,000,000, the
   curve from 1,000,000,000, evolution holdouts from 1,000,000).
 
@@ -35,9 +35,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from nightschool.learning.skills import prompt_sha
+from nightschool.dream.loop import DREAM_SEED_LIMIT
+from nightschool.lessons.skills import prompt_sha
 from nightschool.redact import redact, redact_text
-from nightschool.selfplay.dream import DREAM_SEED_LIMIT
 from nightschool.solver.attempts import language, normalise_code
 from nightschool.trajectory import Outcome, Trajectory
 

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nightschool.dream.frontier import FrontierTracker, adaptive_cooldown
+from nightschool.dream.loop import CycleResult, DreamLoop
 from nightschool.llm import ChatModel
 from nightschool.sandbox import Sandbox
-from nightschool.selfplay.dream import CycleResult, DreamLoop
-from nightschool.selfplay.frontier import FrontierTracker, adaptive_cooldown
 from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
 
 CONSOLIDATE_REFLECTIONS = 2
 """Backlog reflections between two cycles of a continuous loop (each is one model call)."""
@@ -86,10 +86,10 @@ def open_practice(
         session_id: recorded on every trajectory.
         curriculum: route through journal mining and generated challenges
             when the template bank has nothing left to teach (see
-            `nightschool.selfplay.sources`); False: template bank only.
+            `nightschool.dream.sources`); False: template bank only.
         champion: cycles solve through the registered strategy champion when
             one is current, looked up at every cycle
-            (`nightschool.evolution.champion_solver`); False, or no champion:
+            (`nightschool.strategies.champion_solver`); False, or no champion:
             the default solver. Verification always uses the default solver.
         home: the nightschool home whose learned models the solver may use
             (`learners.solver_hooks`); None: none.
@@ -107,21 +107,21 @@ def open_practice(
     Raises:
         UserError: an unknown `search` or `frontier`.
     """
-    from nightschool.learners.frontier import check_picker
-    from nightschool.learners.search import check_search
-    from nightschool.learning.extraction import LessonExtractor
-    from nightschool.learning.verify import PairedVerifier
+    from nightschool.learn.frontier import check_picker
+    from nightschool.learn.search import check_search
+    from nightschool.lessons.extraction import LessonExtractor
+    from nightschool.lessons.verify import PairedVerifier
 
     check_picker(frontier)
     check_search(search)
     policy = budget_router = None
     if home is not None:
-        from nightschool.learners import solver_hooks
+        from nightschool.learn import solver_hooks
 
         policy, budget_router = solver_hooks(home, search=search, router=router)
     owned = None
     if playbook is None and (lessons or skills):
-        from nightschool.memory import SkillMemory
+        from nightschool.playbook import SkillMemory
 
         playbook = owned = SkillMemory(store)
     try:
@@ -144,19 +144,19 @@ def open_practice(
         rng = random.Random(seed) if seed is not None else random.Random()
         sources = None
         if curriculum:
-            from nightschool.selfplay.sources import CurriculumSources
+            from nightschool.dream.sources import CurriculumSources
 
             sources = CurriculumSources(store, model, sandbox, rng=rng)
         cycle_solver = solver
         if champion:
-            from nightschool.evolution.champion_solver import ChampionSolver
+            from nightschool.strategies.champion_solver import ChampionSolver
 
             cycle_solver = ChampionSolver(solver, store)
         # cycles use the prompt registry's live solver prompt (built-in when none)
-        from nightschool.optim.live import with_live_prompt
+        from nightschool.prompts.live import with_live_prompt
 
         cycle_solver = with_live_prompt(cycle_solver, store)
-        from nightschool.learners.frontier import make_tracker
+        from nightschool.learn.frontier import make_tracker
 
         tracker = make_tracker(store, frontier, home)
         loop = DreamLoop(
@@ -187,8 +187,8 @@ def consolidate(practice: Practice, *, limit: int = CONSOLIDATE_REFLECTIONS) -> 
     """
     if practice.playbook is None or limit <= 0:
         return 0
-    from nightschool.learning.reflection import Reflector
-    from nightschool.learning.sink import PlaybookSink
+    from nightschool.lessons.reflection import Reflector
+    from nightschool.lessons.sink import PlaybookSink
 
     reflector = Reflector(practice.loop.store, practice.model, sink=PlaybookSink(practice.playbook))
     return reflector.run(limit).reflected

@@ -243,7 +243,7 @@ class Sandbox:
         """Start `argv` interactively: same bubblewrap argv, limits and uid as `run_in`.
 
         For a long-lived process talking over pipes (the strategy runner of
-        `nightschool.evolution`). `workdir` is copied in, nothing is copied back.
+        `nightschool.strategies`). `workdir` is copied in, nothing is copied back.
         stdin and stdout are pipes; stderr goes to `stderr` (default: discarded).
         The caller must end it with `kill_process_group(proc)` and `proc.wait()`;
         no wall-clock limit is applied here (the CPU rlimit still is).

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nightschool.challenges import CLUSTERS
-from nightschool.selfhood._compose import join_names, plural
-from nightschool.selfplay.frontier import (
+from nightschool.dream.frontier import (
     MASTERED_FIRST_TRY_WINS,
     SATURATION_DELTA,
     SATURATION_WINDOW,
 )
+from nightschool.selfhood._compose import join_names, plural
 from nightschool.store import Store
 
 RECENT_RUNS = 10

@@ -18,7 +18,7 @@ from nightschool.server._wire import ApiError
 from nightschool.trajectory import Outcome, Trajectory
 
 if TYPE_CHECKING:
-    from nightschool.memory import Lesson, SkillMemory
+    from nightschool.playbook import Lesson, SkillMemory
     from nightschool.store import Store
 
 MAX_LIST = 500

@@ -63,7 +63,7 @@ from nightschool.server._wire import (
 )
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.store import Store
 
 logger = logging.getLogger("nightschool.server")

@@ -56,7 +56,7 @@ from nightschool.solver.sanitize import strip_test_code
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 if TYPE_CHECKING:
-    from nightschool.memory import RetrievedLesson, SkillMemory
+    from nightschool.playbook import RetrievedLesson, SkillMemory
 
 SYSTEM_PROMPT = (
     "You are a careful programmer solving a small, self-contained coding task. "
@@ -217,7 +217,7 @@ class Solver:
             raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
         shown = list(self.lessons_for(challenge) if lessons is None else lessons)
         if shown:
-            from nightschool.memory import format_playbook
+            from nightschool.playbook import format_playbook
 
             system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"
         for section in skills:

@@ -21,7 +21,7 @@ from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolverConfig
 from nightschool.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from nightschool.memory import RetrievedLesson
+    from nightschool.playbook import RetrievedLesson
 
 __all__ = ["SolveJob", "Solved", "solve_once"]
 

@@ -329,7 +329,7 @@ M009_DIARY: tuple[str, ...] = (
 )
 
 M010_STRATEGY_CHAMPIONS: tuple[str, ...] = (
-    # The strategy-champion registry (`nightschool.evolution.champions`): one
+    # The strategy-champion registry (`nightschool.strategies.champions`): one
     # row per change of the current champion, append-only. `promotion` registers
     # a strategy the promotion gate promoted; `rollback` re-activates an earlier
     # promotion (`restores`); `baseline` goes back to the built-in solver (no
@@ -356,7 +356,7 @@ M010_STRATEGY_CHAMPIONS: tuple[str, ...] = (
 )
 
 M011_PROMPTS: tuple[str, ...] = (
-    # The prompt registry (`nightschool.optim.registry`): one row per change of
+    # The prompt registry (`nightschool.prompts.registry`): one row per change of
     # a slot's live prompt (`solver`, `reflection`, `planning`), append-only.
     # `promotion` registers a prompt the promotion gate promoted (its text, the
     # verdict, the optimisation run, `parent` = the prompt it was optimised

@@ -17,8 +17,8 @@ partition has its own live id and history. `promote` writes a promotion only if
 what the gate compared against is still live, checked in the same transaction
 (a promotion never replaces something it did not beat).
 
-Users: `nightschool.evolution.champions` (table `strategy_champions`, not
-partitioned) and `nightschool.optim.registry` (table `prompts`, by `slot`).
+Users: `nightschool.strategies.champions` (table `strategy_champions`, not
+partitioned) and `nightschool.prompts.registry` (table `prompts`, by `slot`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nightschool.optim.optimise import OptimiseConfig, optimise_prompt, write_report
+from nightschool.prompts.optimise import OptimiseConfig, optimise_prompt, write_report
 
 if TYPE_CHECKING:
     from nightschool.llm import ChatModel

@@ -17,7 +17,7 @@ from nightschool.store import Store
 from nightschool.watchdog import PhaseResult
 
 if TYPE_CHECKING:
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
 
 logger = logging.getLogger("nightschool.watchdog")
 
@@ -83,7 +83,7 @@ class NightschoolWork:
     def playbook(self) -> SkillMemory:
         """The shared playbook, opened on first use."""
         if self._playbook is None:
-            from nightschool.memory import SkillMemory
+            from nightschool.playbook import SkillMemory
 
             self._playbook = self._owned = SkillMemory(self.store)
         return self._playbook
@@ -141,8 +141,8 @@ class NightschoolWork:
     # -- phases ------------------------------------------------------------------
 
     def _reflector(self) -> Any:
-        from nightschool.learning.reflection import Reflector
-        from nightschool.learning.sink import PlaybookSink
+        from nightschool.lessons.reflection import Reflector
+        from nightschool.lessons.sink import PlaybookSink
 
         return Reflector(self.store, self.model, sink=PlaybookSink(self.playbook))
 
@@ -201,8 +201,8 @@ class NightschoolWork:
 
     def _skills(self) -> PhaseResult:
         from nightschool.challenges import templates
-        from nightschool.learning.skills import verify_skill
-        from nightschool.learning.verify import PairedVerifier
+        from nightschool.lessons.skills import verify_skill
+        from nightschool.lessons.verify import PairedVerifier
         from nightschool.solver.core import Solver, SolverConfig
 
         bank = {t.name for t in templates()}
@@ -239,7 +239,7 @@ class NightschoolWork:
 
     def _retrain(self) -> PhaseResult:
         """Retrain the PRM and the routers: `nightschool learn prm|router|chat-router`."""
-        from nightschool.learners import NotEnoughDataError, learn_prm, learn_router
+        from nightschool.learn import NotEnoughDataError, learn_prm, learn_router
 
         if self.home is None:
             return PhaseResult("skipped", "no nightschool home")
@@ -286,13 +286,13 @@ class NightschoolWork:
         """`nightschool learn chat-router` (new pairs come only from eval runs the user ran)."""
         from nightschool.errors import UserError
         from nightschool.evals import chat_pairs
-        from nightschool.learners.chat_router import learn_chat_router
+        from nightschool.learn.chat_router import learn_chat_router
 
         assert self.home is not None
         try:
             embedder = getattr(self.playbook, "embedder", None)
             if embedder is None:
-                from nightschool.memory import default_embedder
+                from nightschool.playbook import default_embedder
 
                 embedder = default_embedder()
             chat = learn_chat_router(chat_pairs(self.store), self.home, embedder)

@@ -15,8 +15,8 @@ import random
 from collections.abc import Collection
 
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
-from nightschool.learning.skills import Recall, shown_recall, unranked
-from nightschool.memory import KINDS, Kind, Lesson, SkillMemory
+from nightschool.lessons.skills import Recall, shown_recall, unranked
+from nightschool.playbook import KINDS, Kind, Lesson, SkillMemory
 
 RELATED_K = 10
 """Entries of each kind retrieval returns for the task that the placebo never shows."""

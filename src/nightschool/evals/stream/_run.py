@@ -38,9 +38,9 @@ from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream._placebo import placebo_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
-from nightschool.learning.extraction import LessonExtractor
-from nightschool.learning.skills import Recall, learn_skill, recall
-from nightschool.memory import SkillMemory, approx_tokens, format_playbook
+from nightschool.lessons.extraction import LessonExtractor
+from nightschool.lessons.skills import Recall, learn_skill, recall
+from nightschool.playbook import SkillMemory, approx_tokens, format_playbook
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store

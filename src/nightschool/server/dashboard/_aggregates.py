@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nightschool.selfplay.frontier import ClusterState
+    from nightschool.dream.frontier import ClusterState
     from nightschool.store import Store
 
 DAY_S = 86400
@@ -213,7 +213,7 @@ class FrontierCache:
 
     def states(self) -> list[ClusterState]:
         """Every cluster's frontier state (runs, first-try wins, unlocked tier, flags)."""
-        from nightschool.selfplay.frontier import FrontierTracker
+        from nightschool.dream.frontier import FrontierTracker
 
         with self._lock:
             version = int(self._store.query("SELECT COALESCE(MAX(id), 0) FROM frontier_runs")[0][0])

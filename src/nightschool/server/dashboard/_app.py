@@ -39,7 +39,7 @@ from nightschool.server.dashboard._state import (
 if TYPE_CHECKING:
     import jinja2
 
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.store import Store
 
 
@@ -89,7 +89,7 @@ def create_dashboard(
     """
     import matplotlib.figure  # noqa: F401  (warm import: ~0.5 s, once per process)
 
-    import nightschool.selfplay.frontier
+    import nightschool.dream.frontier
     import nightschool.watchdog  # noqa: F401
     from nightschool.server.dashboard._pages import add_pages
 

@@ -23,8 +23,8 @@ from nightschool.evals import pass_at_1
 
 if TYPE_CHECKING:
     from nightschool.evals import EvalRun, PassRate
-    from nightschool.evolution.champions import ChampionEntry
     from nightschool.store import Store
+    from nightschool.strategies.champions import ChampionEntry
 
 MAX_EVOLVE_RUNS = 50
 """Evolve run directories listed (newest first by name)."""
@@ -188,7 +188,7 @@ def learning_curves(store: Store) -> list[CurveView]:
 
 def champion_history(store: Store) -> tuple[list[ChampionEntry], int | None]:
     """Every registry row, newest first, and the current champion id (None: baselines)."""
-    from nightschool.evolution import champions
+    from nightschool.strategies import champions
 
     rows = champions.history(store)
     current = champions.current(store)

@@ -23,7 +23,7 @@ from nightschool.server.dashboard._plots import PlotCache
 if TYPE_CHECKING:
     import jinja2
 
-    from nightschool.memory import SkillMemory
+    from nightschool.playbook import SkillMemory
     from nightschool.store import Store
 
 

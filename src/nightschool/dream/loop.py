@@ -1,0 +1,395 @@
+"""The dream loop: self-play cycles aimed at the frontier.
+
+One cycle: pick a cluster (frontier tracker, or the user's choice) → render a
+template challenge at the cluster's tier → recall lessons and skills for it
+(`nightschool.lessons.skills.recall`) → solve it in the sandbox → store the
+trajectory and the frontier run in one transaction → a passing solution
+becomes a skill, a failed or struggled one a candidate lesson; either is kept
+as `verified` only when a controlled comparison through the promotion gate
+says it helps (`nightschool.lessons.verify`).
+
+Interrupt safety: nothing is written until the solve finishes, and the two
+writes share one transaction, so Ctrl-C leaves the interrupted cycle out
+entirely. Infrastructure faults are stored as `unknown` trajectories with the
+fault named and no frontier run, then raised so the caller can stop.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
+from nightschool.dream.frontier import FrontierTracker, SeedPick
+from nightschool.errors import ChallengeFaultError, UserError
+from nightschool.solver.core import Solver, SolveResult
+from nightschool.store import Store
+from nightschool.trajectory import new_id
+
+SKILLS_K = 2
+"""Skills shown per challenge at most (within the worked-examples token budget)."""
+
+if TYPE_CHECKING:
+    from nightschool.dream.sources import CurriculumSources
+    from nightschool.lessons.extraction import ExtractionOutcome, LessonExtractor
+    from nightschool.lessons.verify import PairedVerifier
+
+DREAM_SEED_LIMIT = 1_000_000
+"""Challenge seeds the dream renders lie in [0, this); verification and the
+learning curve's held-out sets use seeds far above it, so they never overlap."""
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    """What became of a passing cycle's solution.
+
+    Attributes:
+        status: `written`, `reinforced`, `rejected` or `skipped`.
+        skill_id: the skill written or reinforced, if any.
+        verified: True when the controlled comparison promoted it.
+        reason: one line saying why.
+        comparison: the verification record, when one ran.
+    """
+
+    status: str
+    skill_id: str | None = None
+    verified: bool = False
+    reason: str = ""
+    comparison: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """What one dream cycle did.
+
+    Attributes:
+        cluster, tier, template, seed: the challenge that was practised.
+        pick: how the cluster was chosen.
+        passed: the solver passed the validator.
+        attempts: attempts used.
+        trajectory_id: id of the stored trajectory.
+        duration_s: wall-clock seconds for the cycle.
+        infrastructure_error: fault text if the cycle ended on one, else None.
+        lessons_shown: ids of playbook lessons shown to the solver.
+        lesson: what lesson extraction did (None when extraction is off).
+        skills_shown: ids of skills shown under `### WORKED EXAMPLES`.
+        skill: what became of a passing solution (None when skills are off or
+            the cycle failed).
+        source: where the challenge came from: `template`, `journal`,
+            `generated` or `rotation` (`nightschool.dream.sources`).
+    """
+
+    cluster: str
+    tier: str
+    template: str
+    seed: int
+    pick: SeedPick
+    passed: bool
+    attempts: int
+    trajectory_id: str
+    duration_s: float
+    infrastructure_error: str | None = None
+    lessons_shown: tuple[str, ...] = ()
+    lesson: ExtractionOutcome | None = None
+    skills_shown: tuple[str, ...] = ()
+    skill: SkillOutcome | None = None
+    source: str = "template"
+
+
+class DreamLoop:
+    """Runs self-play cycles and records them.
+
+    Args:
+        store: the open database.
+        solver: the solver (model + sandbox).
+        tracker: the frontier tracker over the same store.
+        rng: source of cluster, template and challenge-seed choices; seed it for
+            a reproducible run.
+        session_id: recorded on every trajectory of this run.
+        extractor: turns failed or struggled cycles into verified lessons; None
+            skips lesson extraction.
+        skills: learn skills from passing solutions and show retrieved skills
+            (needs the solver's playbook).
+        lessons: show retrieved lessons to the solver (needs the playbook).
+        verifier: runs the controlled comparison for new skills; None stores
+            them unverified.
+        exclude_templates: templates never practised (a held-out set's).
+        sources: routes cycles to journal mining and generated challenges when
+            the template bank has nothing left to teach
+            (`nightschool.dream.sources`); None: template bank only. A
+            cycle with `--cluster` or `--tier` always uses the bank.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        solver: Solver,
+        tracker: FrontierTracker,
+        *,
+        rng: random.Random | None = None,
+        session_id: str | None = None,
+        extractor: LessonExtractor | None = None,
+        skills: bool = True,
+        lessons: bool = True,
+        verifier: PairedVerifier | None = None,
+        exclude_templates: Collection[str] = (),
+        sources: CurriculumSources | None = None,
+    ) -> None:
+        self.sources = sources
+        self.extractor = extractor
+        self.skills = skills
+        self.lessons = lessons
+        self.verifier = verifier
+        self.exclude_templates = frozenset(exclude_templates)
+        self.store = store
+        self.solver = solver
+        self.tracker = tracker
+        self.rng = rng or random.Random()
+        self.session_id = session_id or f"dream-{new_id()[:12]}"
+
+    def choose(self, *, cluster: str | None = None, tier: str | None = None) -> SeedPick:
+        """Decide where the next cycle practises, honouring user overrides.
+
+        Raises:
+            UserError: unknown cluster or tier.
+        """
+        if cluster is not None and cluster not in CLUSTERS:
+            raise UserError(f"unknown cluster {cluster!r}; choose one of {', '.join(CLUSTERS)}")
+        if tier is not None and tier not in TIERS:
+            raise UserError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+        if cluster is None:
+            pick = self.tracker.pick_seed(self.rng)
+        else:
+            pick = SeedPick(
+                cluster, self.tracker.difficulty_tier(cluster), "user", "chosen with --cluster"
+            )
+        if tier is not None:
+            pick = SeedPick(pick.cluster, tier, pick.mode, f"{pick.reason}; tier from --tier")
+        return pick
+
+    def next_challenge(self, pick: SeedPick) -> Challenge:
+        """Render a random template of the picked cluster at the picked tier.
+
+        Templates in `exclude_templates` are never picked.
+
+        Raises:
+            UserError: every template of the cluster is excluded.
+        """
+        allowed = [t for t in templates(pick.cluster) if t.name not in self.exclude_templates]
+        if not allowed:
+            raise UserError(f"every template of cluster {pick.cluster} is excluded")
+        template = self.rng.choice(allowed)
+        return render(template.name, pick.tier, self.rng.randrange(DREAM_SEED_LIMIT))
+
+    def run_cycle(
+        self,
+        *,
+        cluster: str | None = None,
+        tier: str | None = None,
+        on_event: Callable[[str], None] | None = None,
+    ) -> CycleResult:
+        """Run one cycle and store its trajectory (and frontier run when it counts).
+
+        Raises:
+            UserError: bad cluster or tier.
+            InfrastructureError: the model server or sandbox failed; the
+                trajectory was stored as `unknown` before raising.
+        """
+        started = time.perf_counter()
+        pick = self.choose(cluster=cluster, tier=tier)
+        notify = on_event or (lambda _msg: None)
+        source, source_reason = "template", ""
+        sourced = None
+        if self.sources is not None and cluster is None and tier is None:
+            sourced = self.sources.choose(pick, self.tracker, on_event=notify)
+            source, source_reason = sourced.source, sourced.reason
+        if sourced is not None and sourced.challenge is not None:
+            challenge = sourced.challenge
+        else:
+            challenge = self.next_challenge(pick)
+        bank = challenge.source == "template"
+        notify(f"{challenge.template} · {challenge.tier}")
+        from nightschool.lessons.skills import recall
+
+        memory = self.solver.playbook
+        shown_memory = recall(
+            memory,
+            challenge,
+            lessons_k=self.solver.config.lessons_k if self.lessons else 0,
+            skills_k=SKILLS_K if self.skills else 0,
+            exclude_templates=self.exclude_templates,
+        )
+        result = self.solver.solve(
+            challenge,
+            session_id=self.session_id,
+            on_event=on_event,
+            lessons=shown_memory.lessons,
+            skills=shown_memory.skill_sections,
+            skill_ids=shown_memory.skill_ids,
+        )
+        trajectory = result.trajectory.model_copy(
+            update={
+                "extra": {
+                    **result.trajectory.extra,
+                    "pick_mode": pick.mode,
+                    "pick_reason": pick.reason,
+                    "challenge_source": source,
+                    "source_reason": source_reason,
+                }
+            }
+        )
+        lesson_ids = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
+        shown = lesson_ids + shown_memory.skill_ids
+        with self.store.transaction():
+            stored = self.store.append_trajectory(trajectory)
+            if result.infrastructure_error is None:
+                self.tracker.record_run(
+                    cluster=challenge.cluster,
+                    template=challenge.template,
+                    tier=challenge.tier,
+                    seed=challenge.seed,
+                    challenge_hash=challenge.challenge_hash,
+                    passed=result.passed,
+                    attempts=result.attempts,
+                    tool_errors=result.tool_errors,
+                    trajectory_id=stored.id,
+                )
+                if shown and memory is not None:
+                    memory.record_exposure(shown, stored.id)
+                    memory.record_outcome(stored.id, result.passed)
+        skill = None
+        if (
+            self.skills
+            and memory is not None
+            and result.passed
+            and result.infrastructure_error is None
+        ):
+            notify("keeping the solution as a skill")
+            skill = self._learn_skill(challenge, result, stored.id, notify, verify=bank)
+        lesson = None
+        # Verification renders fresh seeds of the challenge's template, which a
+        # generated challenge does not have: no verified lessons from those yet.
+        if self.extractor is not None and result.infrastructure_error is None and bank:
+            notify("extracting a lesson")
+            lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
+        cycle = CycleResult(
+            cluster=challenge.cluster,
+            tier=challenge.tier,
+            template=challenge.template,
+            seed=challenge.seed,
+            pick=pick,
+            passed=result.passed,
+            attempts=result.attempts,
+            trajectory_id=stored.id,
+            duration_s=time.perf_counter() - started,
+            infrastructure_error=stored.infrastructure_error,
+            lessons_shown=tuple(lesson_ids),
+            lesson=lesson,
+            skills_shown=tuple(shown_memory.skill_ids),
+            skill=skill,
+            source=source,
+        )
+        if result.infrastructure_error is not None and not isinstance(
+            result.infrastructure_error, ChallengeFaultError
+        ):
+            raise result.infrastructure_error
+        return cycle
+
+    def _learn_skill(
+        self,
+        challenge: Challenge,
+        result: SolveResult,
+        trajectory_id: str,
+        notify: Callable[[str], None],
+        *,
+        verify: bool = True,
+    ) -> SkillOutcome:
+        """Store a passing solution as a skill, then verify it when it is new.
+
+        `verify=False` (a generated challenge: no template to render fresh
+        seeds from) keeps it unverified; it is recalled only for its own
+        challenge, as every skill is only for its own template.
+        """
+        from nightschool.lessons.skills import learn_skill, passing_code, verify_skill
+
+        memory = self.solver.playbook
+        code = passing_code(result.trajectory.tool_calls)
+        if memory is None or code is None:
+            return SkillOutcome("skipped", reason="no passing code on the trajectory")
+        learned = learn_skill(memory, challenge, code, source_trajectory_id=trajectory_id)
+        if (
+            learned.status != "written"
+            or learned.lesson_id is None
+            or self.verifier is None
+            or not verify
+        ):
+            return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
+        skill = memory.get(learned.lesson_id)
+        if skill is None:
+            return SkillOutcome("skipped", reason="the new skill vanished before verification")
+        verification = verify_skill(
+            self.verifier, skill, exclude_prompt=challenge.prompt, on_event=notify
+        )
+        record = verification.record()
+        if verification.infrastructure_error is not None:
+            memory.set_verified(skill.id, False, record)
+            return SkillOutcome(
+                "written", skill.id, False, "verification stopped by a fault", record
+            )
+        memory.set_verified(skill.id, verification.helps, record)
+        reason = record["verdict"] or "no verdict"
+        return SkillOutcome("written", skill.id, verification.helps, str(reason), record)
+
+    def run(
+        self,
+        cycles: int,
+        *,
+        cluster: str | None = None,
+        tier: str | None = None,
+        on_cycle: Callable[[int, CycleResult], None] | None = None,
+        on_event: Callable[[str], None] | None = None,
+    ) -> Sequence[CycleResult]:
+        """Run `cycles` cycles back to back; see `run_cycle` for errors.
+
+        A broken challenge (`ChallengeFaultError`) is recorded and skipped; any
+        other infrastructure error stops the run.
+        """
+        if cycles < 1:
+            raise UserError("--cycles must be at least 1")
+        results: list[CycleResult] = []
+        for index in range(cycles):
+            cycle = self.run_cycle(cluster=cluster, tier=tier, on_event=on_event)
+            results.append(cycle)
+            if on_cycle is not None:
+                on_cycle(index, cycle)
+        return results
+
+
+def summarize(results: Sequence[CycleResult], tracker: FrontierTracker) -> list[dict[str, object]]:
+    """Per-cluster summary rows: runs, passes, mean attempts, current tier.
+
+    Returns:
+        One dict per cluster that ran, in cluster order, with keys `cluster`,
+        `runs`, `passes`, `attempts` (mean attempts per counted run), `tier`
+        (the tier unlocked now) and `infra_errors`.
+    """
+    rows: list[dict[str, object]] = []
+    for cluster in CLUSTERS:
+        mine = [r for r in results if r.cluster == cluster]
+        if not mine:
+            continue
+        counted = [r for r in mine if r.infrastructure_error is None]
+        rows.append(
+            {
+                "cluster": cluster,
+                "runs": len(mine),
+                "passes": sum(r.passed for r in mine),
+                "attempts": (sum(r.attempts for r in counted) / len(counted)) if counted else 0.0,
+                "tier": tracker.difficulty_tier(cluster),
+                "infra_errors": len(mine) - len(counted),
+            }
+        )
+    return rows

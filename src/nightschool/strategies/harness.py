@@ -1,0 +1,258 @@
+"""The metered harness API a strategy spends its budget through (parent side).
+
+A strategy sees only `sample`, `refine`, `critique`, `run_tests` and
+`budget_left` (see `nightschool.strategies.contract.CONTRACT_TEXT`). Every model
+call costs one call from a budget that is the same for every strategy; a call
+over budget raises `BudgetExhausted`. Cost is counted in tokens (prompt +
+completion, as the backend reports them). `run_tests` shows the validator's
+visible output, never its source (author blindness), and is capped at
+`budget + 1` runs so a strategy cannot spin the sandbox without limit.
+
+The harness never trusts a score a strategy reports: `verify` re-runs the
+validator on the returned code itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nightschool.challenges import Challenge, evaluate
+from nightschool.llm import ChatModel, Message
+from nightschool.sandbox import Sandbox
+from nightschool.solver.core import SYSTEM_PROMPT, extract_code
+
+__all__ = ["PASSED", "BudgetExhausted", "Harness", "HarnessCall", "task_view"]
+
+PASSED = "PASSED"
+"""What `run_tests` answers for code the validator accepts."""
+
+FEEDBACK_CHARS = 800
+"""Most characters of validator output `run_tests` returns after `FAILED: `."""
+
+MAX_PROMPT_EXTRA_CHARS = 2000
+"""Longest `prompt_extra` a strategy may pass to `sample`, characters."""
+
+MAX_FEEDBACK_CHARS = 2000
+"""Longest `feedback` a strategy may pass to `refine`, characters (`run_tests`
+answers at most `FEEDBACK_CHARS` + 8)."""
+
+MAX_CODE_CHARS = 6000
+"""Longest `code` a strategy may pass to `refine` or `critique`, characters.
+
+With these caps a model call's prompt stays within about 12,000 characters
+beyond the task (~3,500 tokens at ~3.5 characters per token), inside the
+embedded model's 4,096-token context with its 512-token completion. Without
+them a strategy could overflow the context on purpose or by accident; the
+backend's refusal is a `ModelResponseError`, an infrastructure fault that
+aborts the whole run instead of failing that strategy."""
+
+CRITIC_PROMPT = (
+    "You review a solution to a small coding task. List the concrete bugs or "
+    "mismatches with the task, briefly. Do not write code."
+)
+"""System prompt of `critique` (the reply is prose, returned as is)."""
+
+
+class BudgetExhausted(Exception):
+    """A harness call was made with no budget left."""
+
+
+@dataclass(frozen=True)
+class HarnessCall:
+    """One metered harness call.
+
+    Attributes:
+        op: `sample`, `refine`, `critique` or `run_tests`.
+        tokens: prompt + completion tokens (0 for `run_tests`).
+        ok: for `run_tests`, whether the code passed; None for model calls.
+    """
+
+    op: str
+    tokens: int
+    ok: bool | None = None
+
+
+def task_view(challenge: Challenge, task_id: str) -> dict[str, str]:
+    """The `task` dict a strategy receives: id, prompt, solution_file, cluster, tier."""
+    return {
+        "id": task_id,
+        "prompt": challenge.prompt,
+        "solution_file": challenge.solution_file,
+        "cluster": challenge.cluster,
+        "tier": challenge.tier,
+    }
+
+
+@dataclass
+class Harness:
+    """Meters one strategy's work on one task.
+
+    Args:
+        model: the solving model.
+        sandbox: where `run_tests` and `verify` run the validator.
+        challenge: the task.
+        budget: model calls allowed (same for every strategy).
+        max_tokens: completion cap per model call, tokens.
+        temperature: default sampling temperature.
+        seed: base seed; call k uses `seed + k` so replays are reproducible.
+        system_prompt: the system prompt of `sample` and `refine` (the solver's;
+            self-play through a champion adds the playbook and worked examples).
+
+    Attributes:
+        calls: every metered call, in order.
+    """
+
+    model: ChatModel
+    sandbox: Sandbox
+    challenge: Challenge
+    budget: int
+    max_tokens: int = 512
+    temperature: float = 0.2
+    seed: int | None = None
+    calls: list[HarnessCall] = field(default_factory=list)
+    system_prompt: str = SYSTEM_PROMPT
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls made so far."""
+        return sum(1 for c in self.calls if c.op != "run_tests")
+
+    @property
+    def test_runs(self) -> int:
+        """`run_tests` calls made so far."""
+        return sum(1 for c in self.calls if c.op == "run_tests")
+
+    @property
+    def budget_left(self) -> int:
+        """Model calls left."""
+        return max(0, self.budget - self.model_calls)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens spent so far (the strategy's cost)."""
+        return sum(c.tokens for c in self.calls)
+
+    def _complete(self, op: str, messages: list[Message], temperature: float | None) -> str:
+        if self.budget_left <= 0:
+            raise BudgetExhausted(f"no model calls left (budget {self.budget})")
+        seed = None if self.seed is None else self.seed + self.model_calls
+        temp = self.temperature if temperature is None else float(temperature)
+        completion = self.model.complete(
+            messages, temperature=max(0.0, min(temp, 2.0)), max_tokens=self.max_tokens, seed=seed
+        )
+        self.calls.append(HarnessCall(op, completion.tokens_in + completion.tokens_out))
+        return completion.text
+
+    @staticmethod
+    def _check_length(name: str, text: str, limit: int) -> None:
+        if len(text) > limit:
+            raise ValueError(f"{name} is {len(text)} characters; the harness takes at most {limit}")
+
+    def _code(self, reply: str) -> str:
+        return extract_code(reply, self.challenge.solution_file) or ""
+
+    def sample(self, prompt_extra: str = "", temperature: float | None = None) -> str:
+        """A fresh solution; `prompt_extra` is appended to the task. One model call.
+
+        Returns:
+            The extracted code ("" when the reply held none).
+
+        Raises:
+            BudgetExhausted: no model calls left.
+            ValueError: `prompt_extra` is longer than `MAX_PROMPT_EXTRA_CHARS`
+                (no call is spent).
+            InfrastructureError: the model failed (not the strategy's fault).
+        """
+        self._check_length("prompt_extra", prompt_extra, MAX_PROMPT_EXTRA_CHARS)
+        prompt = self.challenge.prompt
+        if prompt_extra:
+            prompt = f"{prompt}\n\n{prompt_extra}"
+        messages: list[Message] = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": prompt},
+        ]
+        return self._code(self._complete("sample", messages, temperature))
+
+    def refine(self, code: str, feedback: str) -> str:
+        """An improved solution given `code` and `feedback`. One model call.
+
+        Raises:
+            ValueError: `code` or `feedback` is over `MAX_CODE_CHARS` /
+                `MAX_FEEDBACK_CHARS` (no call is spent).
+        """
+        self._check_length("code", code, MAX_CODE_CHARS)
+        self._check_length("feedback", feedback, MAX_FEEDBACK_CHARS)
+        file = self.challenge.solution_file
+        messages: list[Message] = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.challenge.prompt},
+            {"role": "assistant", "content": f"```\n{code}\n```"},
+            {
+                "role": "user",
+                "content": f"Feedback on your {file}:\n\n{feedback}\n\nReply with the complete "
+                f"corrected {file} in one fenced code block.",
+            },
+        ]
+        return self._code(self._complete("refine", messages, None))
+
+    def critique(self, code: str) -> str:
+        """The model's review of `code` (prose). One model call.
+
+        Raises:
+            ValueError: `code` is over `MAX_CODE_CHARS` (no call is spent).
+        """
+        self._check_length("code", code, MAX_CODE_CHARS)
+        messages: list[Message] = [
+            {"role": "system", "content": CRITIC_PROMPT},
+            {"role": "user", "content": f"Task:\n{self.challenge.prompt}\n\nSolution:\n{code}"},
+        ]
+        return self._complete("critique", messages, None).strip()
+
+    def run_tests(self, code: str) -> str:
+        """Run the validator on `code`: `PASSED`, or `FAILED: ` + its output tail.
+
+        Raises:
+            BudgetExhausted: more than `budget + 1` test runs.
+            InfrastructureError: the sandbox failed.
+        """
+        if self.test_runs >= self.budget + 1:
+            raise BudgetExhausted(f"no test runs left ({self.budget + 1} allowed)")
+        evaluation = evaluate(self.sandbox, self.challenge, str(code))
+        self.calls.append(HarnessCall("run_tests", 0, evaluation.passed))
+        if evaluation.passed:
+            return PASSED
+        return "FAILED: " + evaluation.feedback[-FEEDBACK_CHARS:]
+
+    def verify(self, code: str) -> tuple[bool, str]:
+        """Re-run the validator on the final `code` (not metered; never trusts a claim).
+
+        Returns:
+            (passed, feedback): feedback is the validator's output tail on failure.
+        """
+        if not code.strip():
+            return False, "no code was returned"
+        evaluation = evaluate(self.sandbox, self.challenge, code)
+        return evaluation.passed, evaluation.feedback
+
+    def dispatch(self, op: str, args: dict[str, Any]) -> Any:
+        """Serve one call from the sandboxed runner by name.
+
+        Raises:
+            ValueError: `op` is not part of the harness API, or bad arguments.
+            BudgetExhausted, InfrastructureError: as the methods.
+        """
+        if op == "budget_left":
+            return self.budget_left
+        if op == "sample":
+            temperature = args.get("temperature")
+            if temperature is not None and not isinstance(temperature, int | float):
+                raise ValueError("temperature must be a number")
+            return self.sample(str(args.get("prompt_extra", "")), temperature)
+        if op == "refine":
+            return self.refine(str(args.get("code", "")), str(args.get("feedback", "")))
+        if op == "critique":
+            return self.critique(str(args.get("code", "")))
+        if op == "run_tests":
+            return self.run_tests(str(args.get("code", "")))
+        raise ValueError(f"unknown harness call {op!r}")
