@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nightschool.challenges import CLUSTERS, TIERS, templates
-from nightschool.memory import SkillMemory
+from nightschool.playbook import SkillMemory
 from nightschool.store import Store
 from nightschool.trajectory import Correction, Outcome, ToolCall, Trajectory
 
@@ -242,7 +242,7 @@ def _append_trajectories(
 
 
 def _frontier(store: Store, selfplay: list[Trajectory]) -> None:
-    from nightschool.selfplay.frontier import FrontierTracker
+    from nightschool.dream.frontier import FrontierTracker
 
     tracker = FrontierTracker(store)
     for t in selfplay:
@@ -454,7 +454,7 @@ def _idle(store: Store, rng: random.Random) -> None:
 
 
 def _strategies(store: Store, evolve_dir: Path | None, history: History) -> None:
-    from nightschool.evolution import champions
+    from nightschool.strategies import champions
 
     verdict = {
         "promote": True,

@@ -395,7 +395,7 @@ _LOOKALIKE = [
     "task-{h16} queued",
     "img = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='",
     "class AbstractSingletonProxyFactoryBean(BaseFactoryBeanConfiguration):",
-    "from nightschool.memory.retrieval.scoring import lexical_overlap",
+    "from nightschool.playbook.retrieval.scoring import lexical_overlap",
     'etag: "{h32}"',
     "git checkout -b feature/sk-{n}-add-login-throttling",
     "npm install @types/node@20.{n}.{m}",

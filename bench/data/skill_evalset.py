@@ -1,7 +1,7 @@
 """A labelled skill set from the challenge template bank, for the skill relevance floor.
 
 Skills: for every template and tier, the seed-1 challenge's first sentence (the
-summary `nightschool.learning.skills.skill_summary` stores: `task_summary(prompt,
+summary `nightschool.lessons.skills.skill_summary` stores: `task_summary(prompt,
 40 words)`) with its reference solution as the code, learned through
 `SkillMemory.learn_skill` (so same-template near-duplicates merge as in
 production). Queries: the full prompts of the seed-2 challenges (what
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from nightschool.challenges import TIERS, Challenge, render, templates
-from nightschool.learning.guard import task_summary
+from nightschool.lessons.guard import task_summary
 
 SUMMARY_WORDS = 40
 """Words kept of a prompt's first sentence, as `learning.skills.SKILL_SUMMARY_WORDS`."""
