@@ -202,10 +202,12 @@ def test_playbook_lessons_are_shown_and_exposure_recorded(
         domains=["bash"],
         source="reflection",
     )
+    request = [user("how do I count lines of code in my project?")]
+    unverified = make(ScriptedModel(["Use wc -l."]), memory=memory).handle(request, session_id="u")
+    assert unverified.lessons_shown == ()  # chat is shown verified entries only
+    assert memory.set_verified(str(learned.lesson_id), True, {"with": [1], "without": [0]})
     model = ScriptedModel(["Use wc -l."])
-    result = make(model, memory=memory).handle(
-        [user("how do I count lines of code in my project?")], session_id="s"
-    )
+    result = make(model, memory=memory).handle(request, session_id="s")
     assert result.lessons_shown == (learned.lesson_id,)
     system = model.calls[0].messages[0]["content"]
     assert PLAYBOOK_HEADER in system and str(learned.lesson_id) in system
@@ -424,10 +426,13 @@ def test_correction_promotes_retracts_and_reflects(
     reloaded = store.get_trajectory(first.trajectory.id)
     assert reloaded is not None and reloaded.outcome == Outcome.FAILED
 
-    third = pipe.handle(
-        [user("Reply with three words exactly: kangaroo trampoline giraffe")], session_id="s2"
-    )
-    assert done.lesson_id in third.lessons_shown
+    # a similar request: not shown while unverified (only nearly the same task would be)
+    similar = [user("Reply with three words exactly: kangaroo trampoline giraffe")]
+    third = pipe.handle(similar, session_id="s2")
+    assert done.lesson_id not in third.lessons_shown
+    assert memory.set_verified(done.lesson_id, True, {"with": [1, 1], "without": [0, 0]})
+    fourth = pipe.handle(similar, session_id="s3")
+    assert done.lesson_id in fourth.lessons_shown
     assert pipe.background_results(since=1) == []
 
 

@@ -77,6 +77,12 @@ def make(store: Store, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
         pipe.close()
 
 
+def verify(memory: SkillMemory, *ids: str) -> None:
+    """Mark entries verified, as a paired comparison that promoted them would."""
+    for entry_id in ids:
+        assert memory.set_verified(entry_id, True, {"with": [1, 1], "without": [0, 0]})
+
+
 def learn_merge_skill(memory: SkillMemory, summary: str = MERGE_SUMMARY, code: str = MERGE) -> str:
     result = memory.learn_skill(
         summary=summary,
@@ -108,6 +114,9 @@ def test_similar_request_shows_the_skill_and_an_unrelated_one_none(
     )
     assert lesson.lesson_id is not None
     pipe = make(ScriptedModel(lambda _m: "Here it is."), memory)
+    before = pipe.handle([user(MERGE_REQUEST)], session_id="s0")
+    assert lesson.lesson_id not in before.lessons_shown  # unverified, not its own task
+    verify(memory, skill_id, lesson.lesson_id)
 
     similar = pipe.handle([user(MERGE_REQUEST)], session_id="s1")
     prompt = similar.trajectory.system_prompt
@@ -118,7 +127,7 @@ def test_similar_request_shows_the_skill_and_an_unrelated_one_none(
     assert prompt.index(PLAYBOOK_HEADER) < prompt.index(WORKED_EXAMPLES_HEADER)
     assert f"Task: {MERGE_SUMMARY}" in prompt and "merged.append([a, b])" in prompt
     shown = memory.get(skill_id)
-    assert shown is not None and shown.times_shown == 1
+    assert shown is not None and shown.times_shown == 1 + len(before.skills_shown)
 
     unrelated = pipe.handle([user("write a haiku about rain")], session_id="s2")
     assert unrelated.skills_shown == () and unrelated.trajectory.extra["skills_shown"] == []
@@ -153,6 +162,7 @@ def test_only_skills_that_fit_the_budget_are_shown_and_recorded(
         source_trajectory_id="practice-2",
     ).lesson_id
     assert small is not None
+    verify(memory, big, small)
     pipe = make(ScriptedModel(lambda _m: "ok"), memory, skills_token_budget=600)
     result = pipe.handle([user("merge intervals and count the words")], session_id="s")
     assert result.skills_shown == (small,)

@@ -44,6 +44,7 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
         "m010_strategy_champions",
         "m011_prompts",
         "m012_dashboard_indexes",
+        "m013_harmful",
     ]
 
 

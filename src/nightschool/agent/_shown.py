@@ -1,29 +1,30 @@
-"""What a chat turn is shown from the playbook: lessons and skills, cut to their budgets."""
+"""What a chat turn is shown: `lessons.skills.recall_request` with the agent's k's.
+
+The decision itself (verified entries only, never a harmful one, the relevance
+floor, the budgets) lives in `lessons.skills`, beside `recall`, which decides
+for self-play; this module only maps `AgentConfig` onto it.
+"""
 
 from __future__ import annotations
 
 from nightschool.agent._types import AgentConfig
-from nightschool.playbook import PLAYBOOK_TOKEN_BUDGET, RetrievedLesson, SkillMemory, fit_to_budget
+from nightschool.lessons.skills import Recall, recall_request
+from nightschool.playbook import SkillMemory
 
-__all__ = ["retrieve_shown"]
+__all__ = ["shown_for_request"]
 
 
-def retrieve_shown(
-    memory: SkillMemory | None, config: AgentConfig, request: str
-) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
-    """(lessons, skills) a turn on `request` is shown: retrieved, cut to their sections' budgets.
+def shown_for_request(memory: SkillMemory | None, config: AgentConfig, request: str) -> Recall:
+    """The `Recall` a turn on `request` is shown (nothing without a `memory`).
 
     `config.playbook_k` lessons within `PLAYBOOK_TOKEN_BUDGET`, then
-    `config.skills_k` skills within `config.skills_token_budget`; both empty
-    without a `memory`. Reads the playbook only (no exposure is recorded).
+    `config.skills_k` skills within `config.skills_token_budget`, for the
+    `chat` audience. Reads the playbook only (no exposure is recorded).
     """
-    if memory is None:
-        return [], []
-    lessons = memory.retrieve(request, k=config.playbook_k) if config.playbook_k > 0 else []
-    skills = (
-        memory.retrieve(request, k=config.skills_k, kind="skill") if config.skills_k > 0 else []
-    )
-    return (
-        fit_to_budget(lessons, PLAYBOOK_TOKEN_BUDGET),
-        fit_to_budget(skills, config.skills_token_budget, kind="skill"),
+    return recall_request(
+        memory,
+        request,
+        lessons_k=config.playbook_k,
+        skills_k=config.skills_k,
+        token_budget=config.skills_token_budget,
     )

@@ -54,7 +54,7 @@ from nightschool.agent._request import (
     session_dir_name,
     validate_messages,
 )
-from nightschool.agent._shown import retrieve_shown
+from nightschool.agent._shown import shown_for_request
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
 from nightschool.agent.loop import (
     ToolProtocol,
@@ -450,8 +450,9 @@ class ChatPipeline:
         return ChatRoute("full", "no chat router")
 
     def _retrieve(self, request: str) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:
-        """(lessons, skills) shown for `request`: retrieved, then cut to their sections' budgets."""
-        return retrieve_shown(self.memory, self.config, request)
+        """(lessons, skills) shown for `request` (`lessons.skills.recall_request`)."""
+        shown = shown_for_request(self.memory, self.config, request)
+        return shown.lessons, shown.skills
 
     def _workspace(self, session_id: str) -> SessionWorkspace:
         path = self.workspace_root / session_dir_name(session_id or "anonymous")

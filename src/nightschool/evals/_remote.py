@@ -234,20 +234,20 @@ def _items(
     tasks: Sequence[Task],
 ) -> Iterator[EvalItem]:
     """Each task's episode, its snapshot taken when it is submitted."""
-    from nightschool.agent._shown import retrieve_shown
+    from nightschool.agent._shown import shown_for_request
     from nightschool.selfhood import wake_up_prefix
     from nightschool.strategies.champions import chat_strategy
 
     who_i_am = wake_up_prefix(store)
     strategy = chat_strategy(store)
     for index, task in enumerate(tasks):
-        lessons, skills = retrieve_shown(memory, agent.config, task.prompt)
+        shown = shown_for_request(memory, agent.config, task.prompt)
         yield EvalItem(
             task_id=task.id,
             session_id=eval_session_id(run_id, index),
             trajectory_id=derive_id("eval", run_id, task.id),
-            lessons=tuple(lessons),
-            skills=tuple(skills),
+            lessons=tuple(shown.lessons),
+            skills=tuple(shown.skills),
             who_i_am=who_i_am,
             strategy=strategy,
         )

@@ -6,12 +6,16 @@ challenge hash, template and tier (seed 002 `skills_auto`; Voyager's skill
 library, Wang et al. 2023; Agent Workflow Memory, Wang et al. 2024: verified
 code retrieved by description helps small models more than prose advice).
 
-`recall` is the one place that decides what a solver sees for a challenge:
-lessons under `### SKILL PLAYBOOK` and skills under `### WORKED EXAMPLES`,
-each behind the playbook's relevance floor and within a token budget, never a
-skill made from the very challenge at hand, never anything from a held-out
-template. The dream loop, controlled verification and the learning curve all
-call it, so what is measured is what is used.
+What anyone is shown from the playbook is decided here, in two functions
+that end in the same `shown_recall`: `recall` for a challenge (the dream loop,
+controlled verification, the learning curve, the streams: lessons under
+`### SKILL PLAYBOOK` and skills under `### WORKED EXAMPLES`, each behind the
+playbook's relevance floor and within a token budget, never a skill made from
+the very challenge at hand, never anything from a held-out template) and
+`recall_request` for a user's request (chat, `serve`, the HTTP eval runner:
+verified entries, unverified ones only for nearly their own task). Neither
+ever shows a harmful entry (`Lesson.shown_to`), so what is measured is what is
+used.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from nightschool.lessons._task_key import prompt_sha as prompt_sha
 from nightschool.lessons.guard import task_summary
 from nightschool.playbook import (
     PLAYBOOK_TOKEN_BUDGET,
+    Audience,
     LearnResult,
     Lesson,
     RetrievedLesson,
@@ -109,7 +114,9 @@ def recall(
     if memory is None:
         return Recall()
     lessons = (
-        memory.retrieve(challenge.prompt, k=lessons_k, cluster=challenge.cluster)
+        memory.retrieve(
+            challenge.prompt, k=lessons_k, cluster=challenge.cluster, audience="practice"
+        )
         if lessons_k > 0
         else []
     )
@@ -123,12 +130,58 @@ def recall(
             kind="skill",
             exclude_challenge_hashes=(challenge.challenge_hash,),
             exclude_templates=tuple(exclude_templates),
+            audience="practice",
         )
         # a skill made from the very same task text is an exact copy of the task at hand
         skills = [item for item in found if item.lesson.extra.get("prompt_sha") != own]
         if same_template:
             skills = [item for item in skills if item.lesson.template == challenge.template]
         skills = skills[:skills_k]
+    return shown_recall(lessons, skills, token_budget=token_budget)
+
+
+def recall_request(
+    memory: SkillMemory | None,
+    request: str,
+    *,
+    lessons_k: int = 3,
+    skills_k: int = 2,
+    token_budget: int = WORKED_EXAMPLES_TOKENS,
+    cluster: str | None = None,
+    audience: Audience = "chat",
+) -> Recall:
+    """What a user's request is shown: verified lessons and skills behind the floor.
+
+    Args:
+        memory: the playbook; None (or both k's 0) shows nothing.
+        request: the user's message (any text).
+        lessons_k: lessons at most (0: none).
+        skills_k: skills at most (0: none).
+        token_budget: budget of the worked-examples section, tokens.
+        cluster: the request's domain when known (a small boost, never the floor).
+        audience: `chat` (default): entries the paired gate verified, and an
+            entry not verified yet only when the request is nearly the task it
+            was made from (`MemoryConfig.chat_recall_score`: recall, the one
+            lift measured); never a rejected or harmful one. Unverified
+            neighbours at similarity 0.52-0.53 turned passing items into
+            failures on the 0.5B model (first learning curve).
+
+    Returns:
+        The `Recall`; an unrelated request, an empty playbook or one without
+        verified entries gives nothing.
+    """
+    if memory is None:
+        return Recall()
+    lessons = (
+        memory.retrieve(request, k=lessons_k, cluster=cluster, audience=audience)
+        if lessons_k > 0
+        else []
+    )
+    skills = (
+        memory.retrieve(request, k=skills_k, cluster=cluster, kind="skill", audience=audience)
+        if skills_k > 0
+        else []
+    )
     return shown_recall(lessons, skills, token_budget=token_budget)
 
 

@@ -42,6 +42,17 @@ Kind = Literal["lesson", "skill"]
 
 KINDS: tuple[Kind, ...] = ("lesson", "skill")
 
+Audience = Literal["practice", "chat"]
+"""Who is shown a retrieval: self-play and evals (`practice`), or a user's turn (`chat`)."""
+
+RETIRE_MARGIN = 2
+"""An entry is retired (archived, reason `harmful`) once its paired harmful count
+exceeds its helpful count by this much. Paired outcomes are rare (a verification
+solves 2-6 renderings), so one unlucky rendering never retires an entry; two net
+losses are as much evidence as the gate's smallest promotion in the other direction
+(ACE, Zhang et al. 2025, keeps helpful/harmful counters per playbook bullet and
+prunes by them)."""
+
 
 class Lesson(BaseModel):
     """One playbook entry: a lesson, or a skill (`kind`).
@@ -54,8 +65,9 @@ class Lesson(BaseModel):
     counters, verification, retraction and the archive.
 
     Counters are maintained by `SkillMemory` (`record_exposure`,
-    `record_outcome`, `mark_helpful`, near-duplicate `learn`/`learn_skill`
-    calls); callers never set them. Text fields are stored redacted.
+    `record_outcome`, paired outcomes of `set_verified` and `record_paired`,
+    `mark_helpful`, near-duplicate `learn`/`learn_skill` calls); callers never
+    set them. Text fields are stored redacted.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -91,7 +103,10 @@ class Lesson(BaseModel):
     times_shown: int = 0
     """Times retrieved into a prompt (`record_exposure`)."""
     times_helpful: int = 0
-    """Times marked helpful (`mark_helpful`)."""
+    """Paired outcomes where the entry helped: a rendering solved with it and failed
+    without it (`set_verified`, `record_paired`), plus `mark_helpful` calls."""
+    times_harmful: int = 0
+    """Paired outcomes where the entry hurt: failed with it, solved without it."""
     times_followed_by_pass: int = 0
     """Exposed trajectories that then passed (`record_outcome`)."""
     times_followed_by_failure: int = 0
@@ -117,6 +132,35 @@ class Lesson(BaseModel):
     def code(self) -> str:
         """A skill's code (the `code_example` column)."""
         return self.code_example
+
+    @property
+    def harmful(self) -> bool:
+        """True when paired outcomes say it hurt more often than it helped."""
+        return self.times_harmful > self.times_helpful
+
+    @property
+    def rejected(self) -> bool:
+        """True when a verification ran to a verdict and the gate did not promote it.
+
+        A comparison stopped by an infrastructure fault is no verdict: not rejected.
+        """
+        record = self.extra.get("verification")
+        if not isinstance(record, dict) or record.get("verified"):
+            return False
+        comparison = record.get("comparison") or {}
+        return not (isinstance(comparison, dict) and comparison.get("infrastructure_error"))
+
+    def shown_to(self, audience: Audience) -> bool:
+        """Whether this entry may be shown to `audience` at all (before relevance).
+
+        Never a harmful entry. A user's chat turn (`chat`) is shown verified
+        entries only: the paired gate said they help. Self-play and evals
+        (`practice`) may also see entries not verified yet (verification itself
+        shows them) and entries the gate did not promote.
+        """
+        if self.harmful:
+            return False
+        return self.verified if audience == "chat" else True
 
 
 class LearnResult(BaseModel):
@@ -192,6 +236,15 @@ class MemoryConfig(BaseModel):
     min_skill_score: float | None = Field(default=None, ge=0.0)
     """Relevance floor for skills, as `min_score`; None uses the embedder's
     `skill_relevance_floor` attribute, else its `relevance_floor`, else the default."""
+    chat_recall_score: float = Field(default=0.75, ge=0.0)
+    """Embedding cosine from which a user's turn may be shown an entry not verified
+    yet (never a rejected or harmful one): the request is then nearly the task the
+    entry was made from, and showing a model its own earlier answer to the same task
+    is the one lift measured so far (recall), while unverified neighbours hurt. From
+    the first learning curve (MiniLM, fused = 0.9 x cosine + 0.1 x lexical): a skill
+    on its own template scored 0.79 fused (cosine about 0.85) and turned a failure
+    into a pass; on a neighbouring template 0.52-0.53 (about 0.55) and turned two
+    passes into failures. Above 1 turns it off: verified entries only."""
     max_lessons: int | None = Field(default=None, ge=1)
     """Size cap per kind (lessons and skills are counted apart); above it the least
     useful unverified entries of that kind are archived. None: no cap."""

@@ -163,14 +163,36 @@ class PlaybookRecords:
                 ).rowcount
             )
 
+    def record_paired(self, lesson_id: str, helped: int, harmed: int) -> bool:
+        """Add `helped` to `times_helpful` and `harmed` to `times_harmful`; False if no such row.
+
+        Raises:
+            ValueError: a negative count.
+        """
+        if helped < 0 or harmed < 0:
+            raise ValueError(f"paired counts must be >= 0, got {helped} and {harmed}")
+        with self._lock, self.store.transaction() as conn:
+            return bool(
+                conn.execute(
+                    "UPDATE lessons SET times_helpful = times_helpful + ?, "
+                    "times_harmful = times_harmful + ?, updated_at = ? WHERE id = ?",
+                    (int(helped), int(harmed), epoch_now(), lesson_id),
+                ).rowcount
+            )
+
     def set_verified(self, lesson_id: str, verified: bool, comparison: Mapping[str, Any]) -> bool:
-        """Set the verified flag and store `comparison` in `extra["verification"]`.
+        """Set the verified flag, store `comparison` in `extra["verification"]`, credit its pairs.
 
         Args:
             lesson_id: the lesson.
             verified: the verdict.
             comparison: JSON-serialisable evidence (e.g. pass rates with and
-                without the lesson); redacted before storing.
+                without the lesson); redacted before storing. When it holds
+                `with` and `without` lists (one 0, 1 or None per rendering, as
+                `Verification.record()` writes them), each rendering solved
+                only with the entry adds 1 to `times_helpful` and each solved
+                only without it 1 to `times_harmful` (`paired_counts`), in the
+                same transaction.
 
         Returns:
             False if no such lesson.
@@ -187,6 +209,7 @@ class PlaybookRecords:
             json.dumps(record)
         except (TypeError, ValueError) as exc:
             raise UserError(f"comparison is not JSON-serialisable: {exc}") from exc
+        helped, harmed = paired_counts(comparison)
         with self._lock, self.store.transaction() as conn:
             row = conn.execute("SELECT extra FROM lessons WHERE id = ?", (lesson_id,)).fetchone()
             if row is None:
@@ -194,8 +217,16 @@ class PlaybookRecords:
             extra = json.loads(row[0])
             extra["verification"] = record
             conn.execute(
-                "UPDATE lessons SET verified = ?, extra = ?, updated_at = ? WHERE id = ?",
-                (int(bool(verified)), json.dumps(extra, sort_keys=True), epoch_now(), lesson_id),
+                "UPDATE lessons SET verified = ?, extra = ?, times_helpful = times_helpful + ?, "
+                "times_harmful = times_harmful + ?, updated_at = ? WHERE id = ?",
+                (
+                    int(bool(verified)),
+                    json.dumps(extra, sort_keys=True),
+                    helped,
+                    harmed,
+                    epoch_now(),
+                    lesson_id,
+                ),
             )
         return True
 
@@ -492,7 +523,8 @@ class PlaybookRecords:
         """Rowids of the least useful unverified entries of `kind` beyond `cap` entries.
 
         Empty unless `kind` has more than `cap` rows; at most the excess; never a
-        verified row and never `keep_rowid`. Order: (helpful + passes - failures),
+        verified row and never `keep_rowid`. Order: (helpful - harmful + passes -
+        failures),
         then confidence, then last update, then id.
         """
         count = conn.execute("SELECT count(*) FROM lessons WHERE kind = ?", (kind,)).fetchone()
@@ -503,8 +535,30 @@ class PlaybookRecords:
             int(r[0])
             for r in conn.execute(
                 "SELECT rowid FROM lessons WHERE kind = ? AND verified = 0 AND rowid != ? "
-                "ORDER BY times_helpful + times_followed_by_pass - times_followed_by_failure, "
+                "ORDER BY times_helpful - times_harmful + times_followed_by_pass "
+                "- times_followed_by_failure, "
                 "confidence, updated_at, id LIMIT ?",
                 (kind, keep_rowid, excess),
             )
         ]
+
+
+def paired_counts(comparison: Mapping[str, Any]) -> tuple[int, int]:
+    """(helped, harmed) of a comparison's `with` / `without` lists (0, 1 or None per pair).
+
+    Only discordant, complete pairs count: solved with and failed without is
+    helped, the reverse harmed; a pair with a None (unsolved rendering) or a
+    comparison without both lists of equal length counts nothing. A comparison
+    stopped by an infrastructure fault counts nothing either.
+    """
+    with_arm, without = comparison.get("with"), comparison.get("without")
+    if comparison.get("infrastructure_error") or not isinstance(with_arm, list):
+        return 0, 0
+    if not isinstance(without, list) or len(with_arm) != len(without):
+        return 0, 0
+    pairs = [
+        (a, b) for a, b in zip(with_arm, without, strict=True) if a is not None and b is not None
+    ]
+    helped = sum(1 for a, b in pairs if a and not b)
+    harmed = sum(1 for a, b in pairs if b and not a)
+    return helped, harmed

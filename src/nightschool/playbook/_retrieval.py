@@ -5,11 +5,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Sequence
 
-from nightschool.playbook._model import Kind, Lesson, MemoryConfig, RetrievedLesson
+from nightschool.playbook._model import Audience, Kind, Lesson, MemoryConfig, RetrievedLesson
 from nightschool.playbook._playbook_index import PlaybookIndex
 from nightschool.playbook._records import PlaybookRecords, check_kind
 from nightschool.playbook._rows import SAME_CODE_CHALLENGES
 from nightschool.playbook._tuning import relevance_floor, vector_weight
+
+READ_CHUNK = 16
+"""Rows read at once past the first `k` when some are skipped (not shown to the
+audience, or sharing code with the task at hand)."""
 
 FILTER_IN_PYTHON_MAX = 1000
 """Up to this many rows of the other kind, BM25 asks for that many more rows and
@@ -74,6 +78,7 @@ class Retriever:
         exclude_challenge_hashes: Collection[str] = (),
         exclude_templates: Collection[str] = (),
         min_score: float | None = None,
+        audience: Audience = "practice",
     ) -> list[RetrievedLesson]:
         """The `k` entries of `kind` that best match `query`, best first.
 
@@ -103,6 +108,11 @@ class Retriever:
                 templates (held-out templates).
             min_score: relevance floor for this call; None uses
                 `relevance_floor(kind)`, 0 turns it off.
+            audience: `practice` (self-play, evals) or `chat` (a user's turn:
+                verified entries, and unverified ones only for nearly their own
+                task, `config.chat_recall_score`); harmful entries reach neither
+                (`Lesson.shown_to`). Entries skipped here leave their place to
+                the next ones above the floor.
 
         Returns:
             Up to `k` `RetrievedLesson`s with ranks 1..k; [] for an empty playbook
@@ -149,7 +159,7 @@ class Retriever:
                 boost = self.config.cluster_boost if cluster and cluster in entry.domains else 0.0
                 scored.append((base + boost, entry.id, rowid, base))
             scored.sort(key=lambda item: (-item[0], item[1]))
-            top, lessons = self._read_top(scored, k, hashes)
+            top, lessons = self._read_top(scored, k, hashes, audience, cosine)
         return [
             RetrievedLesson(
                 lesson=lessons[rowid],
@@ -163,25 +173,59 @@ class Retriever:
         ]
 
     def _read_top(
-        self, scored: Sequence[Scored], k: int, hashes: frozenset[str]
+        self,
+        scored: Sequence[Scored],
+        k: int,
+        hashes: frozenset[str],
+        audience: Audience,
+        cosine: dict[int, float],
     ) -> tuple[list[Scored], dict[int, Lesson]]:
-        """The first `k` scored rows that still exist (and share no code with `hashes`).
+        """The first `k` scored rows that exist, may be shown and share no code with `hashes`.
 
-        The same-code guard: a skill whose code also passed one of `hashes`
-        (`extra["same_code_challenges"]`) is the task's solution under another
-        id, so it is skipped like the entries made from those challenges.
+        Shown: `_may_show`. The same-code guard: a skill whose
+        code also passed one of `hashes` (`extra["same_code_challenges"]`) is
+        the task's solution under another id, so it is skipped like the
+        entries made from those challenges. Rows are read `k` at a time (at
+        least `READ_CHUNK`), so the common case (nothing skipped) reads `k`
+        rows once.
         """
-        wanted = scored if hashes else scored[:k]
-        lessons = self.records.by_rowid([item[2] for item in wanted])
-        top = []
-        for item in wanted:
-            lesson = lessons.get(item[2])
-            if lesson is None or hashes & set(lesson.extra.get(SAME_CODE_CHALLENGES, ())):
-                continue
-            top.append(item)
-            if len(top) == k:
-                break
+        lessons: dict[int, Lesson] = {}
+        top: list[Scored] = []
+        chunk = max(k, READ_CHUNK) if hashes else k
+        start = 0
+        while start < len(scored) and len(top) < k:
+            wanted = scored[start : start + chunk]
+            start += len(wanted)
+            chunk = max(k, READ_CHUNK)
+            read = self.records.by_rowid([item[2] for item in wanted])
+            lessons.update(read)
+            for item in wanted:
+                lesson = read.get(item[2])
+                if lesson is None or not self._may_show(lesson, audience, cosine.get(item[2], 0.0)):
+                    continue
+                if hashes & set(lesson.extra.get(SAME_CODE_CHALLENGES, ())):
+                    continue
+                top.append(item)
+                if len(top) == k:
+                    break
         return top, lessons
+
+    def _may_show(self, lesson: Lesson, audience: Audience, cosine: float) -> bool:
+        """`Lesson.shown_to(audience)`, or for chat an unverified entry for nearly its own task.
+
+        A user's turn sees verified entries; an entry not verified yet, and
+        neither rejected nor harmful, only when the request's embedding cosine
+        with it reaches `config.chat_recall_score` (the request is nearly the
+        task it was made from: recall, not transfer).
+        """
+        if lesson.shown_to(audience):
+            return True
+        return (
+            audience == "chat"
+            and not lesson.harmful
+            and not lesson.rejected
+            and cosine >= self.config.chat_recall_score
+        )
 
     def _fuse(
         self, vec_keys: Sequence[int], bm25: dict[int, float], cosine: dict[int, float]

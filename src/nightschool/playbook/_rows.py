@@ -40,6 +40,7 @@ LESSON_COLUMNS: tuple[str, ...] = (
     "template",
     "tier",
     "extra",
+    "times_harmful",
 )
 """Columns read into a `Lesson` (matched to its fields by name)."""
 
@@ -301,6 +302,7 @@ def restore_values(record: Mapping[str, Any]) -> tuple[Any, ...]:
         str(record.get("template", "")),
         str(record.get("tier", "")),
         json.dumps(redact(dict(record.get("extra") or {})), sort_keys=True),
+        max(0, int(record.get("times_harmful", 0))),
         code_hash(code) if kind == "skill" else "",
     )
 

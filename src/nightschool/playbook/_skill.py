@@ -25,7 +25,15 @@ from typing import Any
 from nightschool.playbook._default import default_embedder
 from nightschool.playbook._embed import Embedder
 from nightschool.playbook._lexical import LexicalIndex
-from nightschool.playbook._model import Kind, LearnResult, Lesson, MemoryConfig, RetrievedLesson
+from nightschool.playbook._model import (
+    RETIRE_MARGIN,
+    Audience,
+    Kind,
+    LearnResult,
+    Lesson,
+    MemoryConfig,
+    RetrievedLesson,
+)
 from nightschool.playbook._playbook_index import PlaybookIndex
 from nightschool.playbook._records import PlaybookRecords
 from nightschool.playbook._retrieval import Retriever
@@ -233,6 +241,7 @@ class SkillMemory:
         exclude_challenge_hashes: Collection[str] = (),
         exclude_templates: Collection[str] = (),
         min_score: float | None = None,
+        audience: Audience = "practice",
     ) -> builtins.list[RetrievedLesson]:
         """The `k` entries of `kind` that best match `query`, best first.
 
@@ -255,6 +264,7 @@ class SkillMemory:
             exclude_challenge_hashes=exclude_challenge_hashes,
             exclude_templates=exclude_templates,
             min_score=min_score,
+            audience=audience,
         )
 
     # -- feedback ---------------------------------------------------------------
@@ -287,8 +297,30 @@ class SkillMemory:
         """Add 1 to `times_helpful`; False if no such entry."""
         return self.records.mark_helpful(lesson_id)
 
+    def record_paired(self, lesson_id: str, helped: int, harmed: int) -> bool:
+        """Credit paired outcomes: tasks solved only with the entry, and only without it.
+
+        Adds `helped` to `times_helpful` and `harmed` to `times_harmful`, then
+        retires the entry (archived, reason `harmful`) once its harmful count
+        exceeds its helpful count by `RETIRE_MARGIN`.
+
+        Returns:
+            False if no such entry.
+
+        Raises:
+            ValueError: a negative count.
+        """
+        if not self.records.record_paired(lesson_id, helped, harmed):
+            return False
+        self._retire_if_harmful(lesson_id)
+        return True
+
     def set_verified(self, lesson_id: str, verified: bool, comparison: Mapping[str, Any]) -> bool:
         """Set the verified flag and store `comparison` (redacted) in `extra["verification"]`.
+
+        The comparison's pairs (`with` and `without`, one 0/1/None per
+        rendering, as `Verification.record()` writes them) are credited as
+        paired outcomes (`record_paired`), and a harmful entry is retired.
 
         Returns:
             False if no such entry.
@@ -296,7 +328,15 @@ class SkillMemory:
         Raises:
             UserError: `comparison` is not JSON-serialisable.
         """
-        return self.records.set_verified(lesson_id, verified, comparison)
+        if not self.records.set_verified(lesson_id, verified, comparison):
+            return False
+        self._retire_if_harmful(lesson_id)
+        return True
+
+    def _retire_if_harmful(self, lesson_id: str) -> None:
+        entry = self.records.get(lesson_id)
+        if entry is not None and entry.times_harmful - entry.times_helpful >= RETIRE_MARGIN:
+            self.writer.retract(lesson_id, reason="harmful")
 
     # -- reading ----------------------------------------------------------------
 

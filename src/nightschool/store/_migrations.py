@@ -395,6 +395,14 @@ M012_DASHBOARD_INDEXES: tuple[str, ...] = (
     "timestamp)",
 )
 
+M013_HARMFUL: tuple[str, ...] = (
+    # Paired outcomes where a playbook entry hurt (failed with it, solved without
+    # it); `times_helpful` counts the reverse. Retrieval never shows an entry
+    # whose harmful count exceeds its helpful count.
+    "ALTER TABLE lessons ADD COLUMN times_harmful INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE lessons_archive ADD COLUMN times_harmful INTEGER NOT NULL DEFAULT 0",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
@@ -408,5 +416,6 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m010_strategy_champions", M010_STRATEGY_CHAMPIONS),
     ("m011_prompts", M011_PROMPTS),
     ("m012_dashboard_indexes", M012_DASHBOARD_INDEXES),
+    ("m013_harmful", M013_HARMFUL),
 )
 """All migrations this version knows, oldest first."""
