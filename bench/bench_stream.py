@@ -31,9 +31,11 @@ from pathlib import Path
 from nightschool.config import Settings
 from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream import (
+    ALL_ARMS,
     StreamRun,
     StreamSettings,
     StreamTask,
+    compare_arms,
     hidden_program,
     load_suite,
     report,
@@ -122,7 +124,19 @@ def show(directory: Path, sandbox: Sandbox) -> None:
             f"{part.wins:>3}/{part.losses:<3} {m.added_tokens:>5.0f}  {_gate(part.verdict)} | "
             f"{_gate(part.placebo_verdict)} ({part.placebo_wins}/{part.placebo_losses})"
         )
-    for arm in ("no_memory", "placebo", "memory"):
+    arms = [arm for arm in ALL_ARMS if any(r.arm == arm for r in run.rows)]
+    if "curated" in arms:  # the curated arm against each other arm, on their common tasks
+        for base in ("no_memory", "placebo", "memory"):
+            c = compare_arms(run.rows, "curated", base)
+            if c is None:
+                continue
+            fb, fc = c.figures[base], c.figures["curated"]
+            print(
+                f"curated vs {base:<9} n={fc.total:>3}: {fc.passed} ({fc.pass_at_1:.1%}) vs "
+                f"{fb.passed} ({fb.pass_at_1:.1%}), W/L {c.wins}/{c.losses}, "
+                f"+tok {fc.added_tokens:.0f}, {_gate(c.verdict)}"
+            )
+    for arm in arms:
         mine = [r for r in run.rows if r.arm == arm]
         calls = sum(r.model_calls for r in mine)
         wall = sum(r.duration_s for r in mine)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 from pathlib import Path
@@ -465,3 +466,87 @@ def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox
     assert rows["memory"].skills_shown == [ids["home.biggest"]]
     assert rows["placebo"].skills_shown == [ids["home.shout"]] and not rows["placebo"].reused
     assert rows["placebo"].added_tokens > 0
+
+
+def _skill_row(position: int, arm: str, **kw: Any) -> StreamRow:
+    return StreamRow(position, f"t{position}", arm, False, False, "", 100, 0, **kw)
+
+
+def test_curated_arm_learns_which_generic_examples_help(tmp_path: Path) -> None:
+    from nightschool.evals.stream import curated_recall
+    from nightschool.evals.stream._curated import utility
+    from nightschool.playbook import HashingEmbedder
+
+    with Store.open(tmp_path / "m.db") as store:
+        memory = SkillMemory(store, HashingEmbedder())
+        ids = {}
+        for name, summary in (
+            ("good", "Return the word in capitals followed by an exclamation mark."),
+            ("bad", "Join the lines of a poem with slashes between them."),
+            ("late", "Reverse the order of the characters of a sentence."),
+            ("near", "Return the largest element of a list minus the smallest."),
+        ):
+            made = memory.learn_skill(
+                summary=summary, code=f"def {name}(x):\n    return x\n",
+                domains=["python_general"], source_trajectory_id=f"T-{name}",
+            )  # fmt: skip
+            assert made.lesson_id
+            ids[name] = made.lesson_id
+        rows = [
+            _skill_row(0, "memory", learned="skill:written", learned_id=ids["good"]),
+            _skill_row(1, "memory", learned="skill:written", learned_id=ids["bad"]),
+            _skill_row(2, "memory", learned="skill:written", learned_id=ids["near"]),
+            _skill_row(40, "memory", learned="skill:written", learned_id=ids["late"]),
+        ]
+        for k in range(3, 23):  # public-test outcomes after each was shown
+            rows.append(
+                dataclasses.replace(
+                    _skill_row(k, "curated", skills_shown=[ids["good"], ids["bad"]]),
+                    public_passed=k % 2 == 0,
+                )
+            )
+            rows.append(_skill_row(k, "curated", skills_shown=[ids["bad"]]))
+        assert utility(rows, 23)[ids["good"]] == (10, 10)
+        assert utility(rows, 23)[ids["bad"]] == (10, 30)
+        assert utility(rows, 5) == {ids["good"]: (1, 1), ids["bad"]: (1, 3)}  # earlier only
+        task = TASKS[3]  # spread: "near" is its near-identical problem
+        picks = {"good": 0, "bad": 0}
+        for n in range(40):
+            probe = dataclasses.replace(task, task_id=f"mbpp_spread_{n}")
+            shown = curated_recall(memory, probe, 30, rows, k=1)
+            [skill] = shown.skill_ids
+            assert skill not in (ids["near"], ids["late"])  # related, or learned later
+            picks["good" if skill == ids["good"] else "bad"] += 1
+            assert shown.lessons == [] and shown.skill_sections
+        assert picks["good"] >= 30, picks
+        # before the memory arm learned anything there is nothing to show
+        assert curated_recall(memory, task, 0, rows).skill_ids == []
+        memory.close()
+
+
+def test_curated_arm_runs_after_the_memory_arm_and_is_reported(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import ALL_ARMS, compare_arms
+
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = run_stream(TASKS, run, ctx, arms=("no_memory", "memory", "curated"))
+    finally:
+        store.close()
+    curated = [r for r in rows if r.arm == "curated"]
+    assert len(curated) == len(TASKS)
+    learned: set[str] = set()
+    for row in curated:
+        assert set(row.skills_shown) <= learned  # only skills learned before this task
+        assert row.lessons_shown == [] and row.learned == ""
+        memory_row = next(r for r in rows if r.arm == "memory" and r.position == row.position)
+        if memory_row.learned.startswith("skill:"):
+            learned.add(memory_row.learned_id)
+    assert curated[0].skills_shown == [] and curated[0].reused  # nothing learned yet
+    assert any(row.skills_shown for row in curated[1:])
+    compared = compare_arms(rows, "curated")
+    assert compared is not None and compared.figures["curated"].total == len(TASKS)
+    lines = write_csv(rows, tmp_path / "s.csv").read_text().splitlines()
+    assert len(lines) == 1 + 3 * len(TASKS) and "curated" in ALL_ARMS

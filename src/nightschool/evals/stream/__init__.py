@@ -6,12 +6,16 @@
 - `ordered` fixes the order for an order seed.
 - `StreamRun` is a resumable run directory; `run_stream` answers every task
   with a no-memory arm and a memory arm (it learns from public tests only).
+- The optional curated arm (`_curated`) is shown generic worked examples (the
+  memory arm's earlier skills, none related to the task) picked by their
+  measured utility (Thompson sampling on public-test outcomes).
 - `report` gives pass@1 per arm on the whole stream and each half, with the
   promotion gate's paired verdict; `write_csv` and `plot` write the files.
 
 Importing this package loads no model and reads no data file.
 """
 
+from nightschool.evals.stream._curated import CURATED_K, curated_recall
 from nightschool.evals.stream._data import (
     MBPP_SHA256,
     STREAM_SUITES,
@@ -20,14 +24,17 @@ from nightschool.evals.stream._data import (
     load_suite,
 )
 from nightschool.evals.stream._report import (
+    ArmComparison,
     ArmFigures,
     SliceReport,
+    compare_arms,
     paired_rows,
     plot,
     report,
     write_csv,
 )
 from nightschool.evals.stream._run import (
+    ALL_ARMS,
     ARMS,
     Arm,
     StreamContext,
@@ -49,10 +56,13 @@ from nightschool.evals.stream._tasks import (
 )
 
 __all__ = [
+    "ALL_ARMS",
     "ARMS",
+    "CURATED_K",
     "MBPP_SHA256",
     "STREAM_SUITES",
     "Arm",
+    "ArmComparison",
     "ArmFigures",
     "SliceReport",
     "StreamContext",
@@ -62,6 +72,8 @@ __all__ = [
     "StreamTask",
     "answer",
     "challenge_for",
+    "compare_arms",
+    "curated_recall",
     "fetch_mbpp_sdist",
     "hidden_program",
     "load_mbpp",

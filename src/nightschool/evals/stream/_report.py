@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nightschool.evals.stream._run import ARMS, StreamRow
+from nightschool.evals.stream._run import ALL_ARMS, StreamRow
 from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 
 
@@ -77,7 +77,7 @@ def paired_rows(
     rows: Sequence[StreamRow], base: str = "no_memory", candidate: str = "memory"
 ) -> list[tuple[StreamRow, StreamRow]]:
     """(`base` row, `candidate` row) per task both arms answered, in stream order."""
-    by_arm: dict[str, dict[str, StreamRow]] = {arm: {} for arm in ARMS}
+    by_arm: dict[str, dict[str, StreamRow]] = {arm: {} for arm in ALL_ARMS}
     for row in rows:
         by_arm.setdefault(row.arm, {})[row.task_id] = row
     pairs = [
@@ -139,6 +139,46 @@ def slice_report(
     )
 
 
+@dataclass(frozen=True)
+class ArmComparison:
+    """One arm against another on the tasks both answered.
+
+    Attributes:
+        candidate, base: the arms.
+        figures: arm name -> figures on those tasks.
+        wins: tasks the candidate passed and the base failed.
+        losses: the reverse.
+        verdict: the promotion gate (exact McNemar), candidate vs base.
+    """
+
+    candidate: str
+    base: str
+    figures: dict[str, ArmFigures]
+    wins: int
+    losses: int
+    verdict: Verdict
+
+
+def compare_arms(
+    rows: Sequence[StreamRow], candidate: str, base: str = "no_memory"
+) -> ArmComparison | None:
+    """`candidate` vs `base` through the gate on their common tasks; None when they share none."""
+    pairs = paired_rows(rows, base, candidate)
+    if not pairs:
+        return None
+    return ArmComparison(
+        candidate=candidate,
+        base=base,
+        figures={
+            base: _figures([b for b, _ in pairs]),
+            candidate: _figures([c for _, c in pairs]),
+        },
+        wins=sum(c.passed and not b.passed for b, c in pairs),
+        losses=sum(b.passed and not c.passed for b, c in pairs),
+        verdict=_gate(pairs),
+    )
+
+
 def report(rows: Sequence[StreamRow]) -> list[SliceReport]:
     """The whole stream, its first half and its second half (by stream position)."""
     pairs = paired_rows(rows)
@@ -179,7 +219,7 @@ def write_csv(rows: Sequence[StreamRow], path: Path) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
-        for row in sorted(rows, key=lambda r: (r.position, ARMS.index(r.arm))):
+        for row in sorted(rows, key=lambda r: (r.position, ALL_ARMS.index(r.arm))):
             seen = running.setdefault(row.arm, [0, 0])
             seen[0] += row.passed
             seen[1] += 1

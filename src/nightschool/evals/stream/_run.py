@@ -36,6 +36,7 @@ from typing import Literal
 
 from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
+from nightschool.evals.stream._curated import curated_recall
 from nightschool.evals.stream._placebo import placebo_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.lessons.extraction import LessonExtractor
@@ -46,10 +47,15 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory"]
+Arm = Literal["no_memory", "placebo", "memory", "curated"]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
-"""The arms, in the order each task is answered (the placebo before the memory arm,
-which then learns from the task: both see the memory as it was)."""
+"""The default arms, in the order each task is answered (the placebo before the memory
+arm, which then learns from the task: both see the memory as it was)."""
+
+ALL_ARMS: tuple[Arm, ...] = (*ARMS, "curated")
+"""Every arm: the default ones, then the curated arm (`_curated`: generic worked
+examples chosen by measured utility), which reads the memory arm's rows and so
+answers a task after it (or in a later session, over a finished run)."""
 
 FORMAT_VERSION = 1
 """Version of `meta.json` and of the rows."""
@@ -94,7 +100,7 @@ class StreamRow:
     Attributes:
         position: the task's 0-based place in the stream.
         task_id: the benchmark's id.
-        arm: `no_memory`, `placebo` or `memory`.
+        arm: `no_memory`, `placebo`, `memory` or `curated`.
         passed: every hidden test passed (the score).
         public_passed: the public test passed (what learning saw).
         hidden_error: the hidden run's last error line ("" on a pass).
@@ -368,10 +374,12 @@ def answer(
         later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
         counts = _counts(ctx, settings, task, rows)
         shown = placebo_recall(ctx.memory, task, counts, later - {""})
+    elif arm == "curated":
+        shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
     else:
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
-    if arm == "placebo" and nothing_shown and unaided is None:
+    if arm in ("placebo", "curated") and nothing_shown and unaided is None:
         earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
         if earlier:  # an earlier session's no-memory answer: the same request, the same answer
             return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
@@ -451,7 +459,8 @@ def run_stream(
         tasks: the stream, in order; their ids must be `run.settings.task_ids`.
         run: the run directory (rows appended as they finish).
         ctx: solver, sandbox, the run's store, memory and extractor.
-        arms: which arms to run (both by default).
+        arms: which arms to run, in this order per task (`ARMS` by default; the
+            curated arm after the memory arm, whose rows it reads).
         on_row: called after each row is written.
         on_start: called before each answer (position, task, arm).
 
@@ -484,6 +493,7 @@ def run_stream(
 
 
 __all__ = [
+    "ALL_ARMS",
     "ARMS",
     "Answer",
     "Arm",
