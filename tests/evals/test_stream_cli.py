@@ -46,6 +46,9 @@ def test_help_and_misuse(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "--order-seed" in shown.stdout and "--resume" in shown.stdout
     bad = nightschool("eval", "stream", "--suite", "nope", home=home)
     assert bad.returncode == 2 and "unknown stream suite" in bad.stderr
+    arms = nightschool("eval", "stream", "--arms", "memory,bogus", "--out", str(tmp_path / "a"),
+                       home=tmp_path / "empty")  # fmt: skip
+    assert arms.returncode == 2 and "bad --arms" in arms.stderr
     no_home = nightschool("eval", "stream", "--suite", "humaneval", "--memory-from-home",
                           "--out", str(tmp_path / "r"), home=tmp_path / "empty")  # fmt: skip
     assert no_home.returncode == 2 and "nightschool dream" in no_home.stderr
@@ -75,6 +78,14 @@ def test_stream_writes_table_csv_png_and_resumes(
         other = nightschool(*args[:-2], "--out", str(out), "--order-seed", "5", "--resume",
                             "--base-url", url, home=home)  # fmt: skip
         assert other.returncode == 2 and "other settings" in other.stderr
+        # the curated arm over the finished run: only its answers are asked
+        curated = nightschool(*args, "--base-url", url, "--resume", "--arms", "curated", home=home)
+        assert curated.returncode == 0, curated.stderr
+        assert "3 answers to go" in curated.stderr and "curated vs no_memory" in curated.stderr
+        rows = list(csv.DictReader((out / "stream.csv").open()))
+        assert len(rows) == 12 and sum(r["arm"] == "curated" for r in rows) == 3
+        summary = json.loads((out / "report.json").read_text())
+        assert [c["base"] for c in summary["curated"]] == ["no_memory", "placebo", "memory"]
 
 
 def _started_with_two_rows(

@@ -12,7 +12,7 @@ import json
 import signal
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.console import Console
@@ -34,7 +34,7 @@ from nightschool.errors import EXIT_CODES, UserError
 
 if TYPE_CHECKING:
     from nightschool.config import Settings
-    from nightschool.evals.stream import SliceReport, StreamRow, StreamRun
+    from nightschool.evals.stream import Arm, SliceReport, StreamRow, StreamRun
     from nightschool.gate import Verdict
 
 
@@ -82,6 +82,32 @@ def _plain(verdict: Verdict | None) -> dict[str, object] | None:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in asdict(verdict).items()}
 
 
+def _curated_lines(run: StreamRun) -> list[dict[str, object]]:
+    """The curated arm against each other arm on their common tasks (none without its rows)."""
+    from nightschool.evals.stream import compare_arms
+
+    out: list[dict[str, object]] = []
+    for base in ("no_memory", "placebo", "memory"):
+        c = compare_arms(run.rows, "curated", base)
+        if c is not None:
+            fb, fc = c.figures[base], c.figures["curated"]
+            out.append(
+                {
+                    "base": base,
+                    "tasks": fc.total,
+                    "curated_passed": fc.passed,
+                    "base_passed": fb.passed,
+                    "wins": c.wins,
+                    "losses": c.losses,
+                    "added_tokens": fc.added_tokens,
+                    "verdict": _plain(c.verdict),
+                    "line": f"curated vs {base}: {fc.passed}/{fc.total} vs {fb.passed}/{fb.total}"
+                    f", W/L {c.wins}/{c.losses}, {_gate(c.verdict)}",
+                }
+            )
+    return out
+
+
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
     from nightschool.evals.stream import plot, report, write_csv
 
@@ -106,10 +132,29 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
             }
             for part in slices
         ],
+        "curated": _curated_lines(run),
     }
     path = run.directory / "report.json"
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return slices
+
+
+def _arms(text: str) -> tuple[Arm, ...]:
+    """The `--arms` list, checked: known names, no repeats, at least one.
+
+    Raises:
+        UserError: an unknown or repeated arm, or none (exit 2).
+    """
+    from nightschool.evals.stream import ALL_ARMS
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ALL_ARMS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise UserError(
+            f"bad --arms {text!r}",
+            hint=f"a comma-separated list of distinct arms from: {', '.join(ALL_ARMS)}",
+        )
+    return tuple(cast("Arm", name) for name in names)
 
 
 def stream(
@@ -157,6 +202,15 @@ def stream(
             "stream: what your dreams taught, measured on tasks nobody here wrote).",
         ),
     ] = False,
+    arms: Annotated[
+        str,
+        typer.Option(
+            "--arms",
+            help="Arms to run, comma-separated, in order per task: no_memory, placebo, memory, "
+            "curated (generic worked examples picked by measured utility; runs after the "
+            "memory arm, or later over a finished run with --resume --arms curated).",
+        ),
+    ] = "no_memory,placebo,memory",
     data: Annotated[
         Path | None,
         typer.Option(
@@ -195,6 +249,7 @@ def stream(
             )
         if resume and not (directory / "meta.json").exists():
             raise UserError(f"nothing to resume in {directory} (no meta.json)")
+        chosen = _arms(arms)
         settings = settings_from(
             model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
         )
@@ -208,7 +263,7 @@ def stream(
                     f"no database at {source} to start the memory from",
                     hint="run `nightschool dream` first",
                 )
-        _run(settings, suite, order_seed, limit, directory, lessons, data, learn, source)
+        _run(settings, suite, order_seed, limit, directory, lessons, data, learn, source, chosen)
 
 
 def _run(
@@ -221,6 +276,7 @@ def _run(
     data: Path | None,
     learn: bool = True,
     memory_source: Path | None = None,
+    chosen: tuple[Arm, ...] | None = None,
 ) -> None:
     from nightschool.evals.stream import (
         ARMS,
@@ -252,6 +308,7 @@ def _run(
         memory_from=str(memory_source) if memory_source else "",
     )
     run = StreamRun(directory, config)
+    chosen = chosen or ARMS
     if memory_source is not None:
         start_memory_from(run, memory_source)
     store = Store.open(run.database)
@@ -269,10 +326,12 @@ def _run(
         extractor = LessonExtractor(chat_model, memory, solver) if lessons else None
         ctx = StreamContext(solver, sandbox, store, memory, extractor)
         title = f"{suite} stream · order {order_seed} · {chat_model.name}"
-        left = len(tasks) * len(ARMS) - len(run.done())
+        done = run.done()
+        left = sum((task.task_id, arm) not in done for task in tasks for arm in chosen)
         err.print(
             f"stream [bold]{suite}[/]: {len(tasks)} tasks, order seed {order_seed}, "
-            f"{chat_model.name}; {left} answers to go (of {len(tasks) * len(ARMS)}) "
+            f"{chat_model.name}, arms {', '.join(chosen)}; {left} answers to go "
+            f"(of {len(tasks) * len(chosen)}) "
             f"-> {escape(str(directory))}",
             highlight=False,
         )
@@ -300,13 +359,15 @@ def _run(
 
             previous = signal.signal(signal.SIGTERM, _terminate)
             try:
-                run_stream(tasks, run, ctx, on_row=on_row, on_start=on_start)
+                run_stream(tasks, run, ctx, arms=chosen, on_row=on_row, on_start=on_start)
             except KeyboardInterrupt:
                 interrupted = True
             finally:
                 signal.signal(signal.SIGTERM, previous)
         slices = _write_outputs(run, title)
         Console(width=max(Console().width, 110)).print(_table(slices, title))
+        for line in _curated_lines(run):
+            err.print(str(line["line"]), highlight=False)
         err.print(
             f"wrote {escape(str(directory))}/stream.csv, stream.png, report.json", highlight=False
         )
@@ -315,7 +376,9 @@ def _run(
                 f"[yellow]interrupted[/]: {len(run.rows)} answers kept; go on with "
                 f"`nightschool eval stream --suite {suite} --order-seed {order_seed}"
                 + (f" --limit {limit}" if limit else "")
-                + f" --out {escape(str(directory))} --resume`",
+                + f" --out {escape(str(directory))} --resume"
+                + (f" --arms {','.join(chosen)}" if chosen != ARMS else "")
+                + "`",
                 highlight=False,
             )
             raise typer.Exit(EXIT_CODES["interrupted"])
