@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -98,6 +101,104 @@ ApiKeyOpt = Annotated[
         show_default=False,
     ),
 ]
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model options of one command line, as given (`None`: not given).
+
+    `with_model_options` fills it from `--model`, `--model-path`, `--base-url`
+    and `--model-api-key` (each also read from its `NIGHTSCHOOL_*` variable);
+    what is not given is left to `Settings` (its environment and defaults).
+    """
+
+    model: str | None = None
+    """`--model`: a catalog model, or the model name on the server of `base_url`."""
+    model_path: Path | None = None
+    """`--model-path`: a local GGUF file loaded in-process."""
+    base_url: str | None = None
+    """`--base-url`: an OpenAI-compatible server."""
+    model_api_key: str | None = None
+    """`--model-api-key`: the bearer token for that server."""
+
+    @property
+    def given(self) -> bool:
+        """Whether any of the four options was given (on the command line or its variable)."""
+        return any(value is not None for value in vars(self).values())
+
+    def settings(self, **more: Any) -> Settings:
+        """Settings from the environment with these options and `more` on top (`None`s skipped).
+
+        Raises:
+            pydantic.ValidationError: a value `Settings` does not accept.
+        """
+        return settings_from(
+            model=self.model,
+            model_path=self.model_path,
+            base_url=self.base_url,
+            model_api_key=self.model_api_key,
+            **more,
+        )
+
+
+NO_MODEL_CHOICE = ModelChoice()
+"""Nothing given: the default of a command's `ModelChoice` parameter (see `with_model_options`)."""
+
+_MODEL_OPTIONS: dict[str, Any] = {
+    "model": ModelOpt,
+    "model_path": ModelPathOpt,
+    "base_url": BaseUrlOpt,
+    "model_api_key": ApiKeyOpt,
+}
+"""The four options, by the parameter name Typer passes each under, in `--help` order."""
+
+
+def with_model_options(command: Callable[..., R]) -> Callable[..., R]:
+    """Give a command the four model options, passed to it as one `ModelChoice`.
+
+    The command declares one parameter annotated `ModelChoice` (default
+    `NO_MODEL_CHOICE`); the returned command's signature (what Typer reads)
+    has `--model`, `--model-path`, `--base-url` and `--model-api-key` in its
+    place, so they keep that place in `--help`. A call's four values are
+    gathered into the `ModelChoice` the command receives.
+
+    Raises:
+        TypeError: `command` has no parameter annotated `ModelChoice`, or more
+            than one, or one of the option names is already taken (at import).
+    """
+    signature = inspect.signature(command, eval_str=True)
+    slots = [p.name for p in signature.parameters.values() if p.annotation is ModelChoice]
+    if len(slots) != 1:
+        raise TypeError(f"{command.__qualname__} needs one parameter annotated ModelChoice")
+    slot = slots[0]
+    taken = set(signature.parameters) & set(_MODEL_OPTIONS)
+    if taken:
+        raise TypeError(f"{command.__qualname__} already has {', '.join(sorted(taken))}")
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name != slot:
+            parameters.append(parameter)
+            continue
+        parameters += [
+            inspect.Parameter(name, parameter.kind, default=None, annotation=option)
+            for name, option in _MODEL_OPTIONS.items()
+        ]
+    outer = signature.replace(parameters=parameters)
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        given = outer.bind(*args, **kwargs).arguments
+        choice = ModelChoice(**{name: given.pop(name, None) for name in _MODEL_OPTIONS})
+        return command(**given, **{slot: choice})
+
+    wrapper.__signature__ = outer  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {
+        **{p.name: p.annotation for p in outer.parameters.values()},
+        "return": outer.return_annotation,
+    }
+    return wrapper
 
 
 def preflight(settings: Settings, *, unsandboxed: bool, runs: str) -> tuple[Sandbox, ChatModel]:

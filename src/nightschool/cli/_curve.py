@@ -12,15 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     open_store,
     preflight,
-    settings_from,
+    with_model_options,
 )
 from nightschool.cli._parallel import (
     BackendOpt,
@@ -36,6 +34,7 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+@with_model_options
 def learning_curve(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Directory for curve.csv, verdicts.json, curve.png.")
@@ -88,10 +87,7 @@ def learning_curve(
             "Two curves, one per picker, are the frontier-weighting ablation.",
         ),
     ] = "brittle",
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = 1,
@@ -120,9 +116,7 @@ def learning_curve(
         unknown = [t for t in tier_list if t not in TIERS]
         if unknown:
             raise UserError(f"unknown tier(s) {', '.join(unknown)}; choose from {', '.join(TIERS)}")
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         check_picker(frontier)
         parallel = stack.enter_context(
             parallel_backend(backend, address=ray_address, workers=workers)

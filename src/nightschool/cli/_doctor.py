@@ -46,11 +46,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
-    settings_from,
+    NO_MODEL_CHOICE,
+    ModelChoice,
+    with_model_options,
 )
 from nightschool.config import Settings
 from nightschool.errors import EXIT_CODES, NightschoolError, SandboxUnavailableError
@@ -513,14 +511,12 @@ def exit_code_of(checks: Sequence[Check]) -> int:
 _STATUS = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
 
 
+@with_model_options
 def doctor(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the checks as one JSON object instead.")
     ] = False,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
     """Check that this machine can run nightschool: sandbox, model, database, telemetry, disk.
 
@@ -528,9 +524,7 @@ def doctor(
     model. Exit codes: 0 nothing failed (warnings allowed), 1 telemetry or disk,
     3 sandbox or model, 4 database; several failures: the highest.
     """
-    settings = settings_from(
-        model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-    )
+    settings = model_choice.settings()
     checks = run_checks(settings)
     code = exit_code_of(checks)
     if as_json:

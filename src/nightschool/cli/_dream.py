@@ -13,10 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     UnsandboxedCodeOpt,
     err,
     errors_to_exit_codes,
@@ -24,6 +22,7 @@ from nightschool.cli._common import (
     preflight,
     progress_bar,
     settings_from,
+    with_model_options,
 )
 from nightschool.cli._parallel import RayAddressOpt, WorkersOpt, parallel_backend, remote_resources
 from nightschool.errors import UserError
@@ -68,6 +67,7 @@ def _samples_line(drawn: Any) -> str:
     return f"    samples {marks} ({sum(drawn.passed)}/{len(drawn.passed)} passed){pair}{fault}"
 
 
+@with_model_options
 def dream(
     cycles: Annotated[int, typer.Option("--cycles", "-n", min=1, help="Cycles to run.")] = 3,
     cluster: Annotated[
@@ -160,10 +160,7 @@ def dream(
             "(needs a saved PRM; otherwise the brittle picker).",
         ),
     ] = "brittle",
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: UnsandboxedCodeOpt = False,
     backend: Annotated[
         str,
@@ -195,9 +192,7 @@ def dream(
             )
         check_search(search)  # before any model or database is opened
         check_picker(frontier)
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         try:

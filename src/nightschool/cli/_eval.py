@@ -22,15 +22,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     open_store,
     progress_bar,
     settings_from,
+    with_model_options,
 )
 from nightschool.cli._eval_options import (
     ROUTES,
@@ -325,6 +324,7 @@ def _summary(run: EvalRun) -> Table:
     return table
 
 
+@with_model_options
 def run(
     suite: SuiteOpt,
     runner: RunnerOpt = "inprocess",
@@ -335,10 +335,7 @@ def run(
     seed: SeedOpt = 0,
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = 1,
@@ -350,13 +347,7 @@ def run(
     rebuilt in the worker); results are written here, in task order.
     """
     with errors_to_exit_codes():
-        settings = settings_from(
-            model=model,
-            model_path=model_path,
-            base_url=base_url,
-            model_api_key=model_api_key,
-            api_key=api_key,
-        )
+        settings = model_choice.settings(api_key=api_key)
         store = open_store(settings)
         try:
             result = _execute(
@@ -381,6 +372,7 @@ def run(
             store.close()
 
 
+@with_model_options
 def freeze(
     output: Annotated[Path, typer.Option("--output", "-o", help="Baseline JSON file to write.")],
     suite: Annotated[
@@ -398,10 +390,7 @@ def freeze(
     seed: SeedOpt = 0,
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
     """Run a suite (or take a stored run) and write it as a baseline file."""
     with errors_to_exit_codes():
@@ -409,13 +398,7 @@ def freeze(
 
         if (suite is None) == (from_run is None):
             raise UserError("give exactly one of --suite (run it now) or --run RUN_ID")
-        settings = settings_from(
-            model=model,
-            model_path=model_path,
-            base_url=base_url,
-            model_api_key=model_api_key,
-            api_key=api_key,
-        )
+        settings = model_choice.settings(api_key=api_key)
         store = open_store(settings)
         try:
             if from_run is not None:
@@ -469,6 +452,7 @@ def _test_line(comparison: Comparison, alpha: float) -> str:
     )
 
 
+@with_model_options
 def compare_cmd(
     baseline: Annotated[Path, typer.Option("--baseline", "-b", help="Baseline JSON file.")],
     from_run: Annotated[
@@ -493,10 +477,7 @@ def compare_cmd(
     timeout: TimeoutOpt = 300.0,
     playbook: PlaybookOpt = True,
     temperature: TemperatureOpt = 0.0,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
     """Run the baseline's tasks again (or take --run) and pair them with the baseline.
 
@@ -507,13 +488,7 @@ def compare_cmd(
         from nightschool.evals import compare, load_baseline, load_run
 
         frozen = load_baseline(baseline)
-        settings = settings_from(
-            model=model,
-            model_path=model_path,
-            base_url=base_url,
-            model_api_key=model_api_key,
-            api_key=api_key,
-        )
+        settings = model_choice.settings(api_key=api_key)
         store = open_store(settings)
         try:
             if from_run is not None:

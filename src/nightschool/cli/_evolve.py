@@ -11,15 +11,13 @@ import typer
 from rich.console import Console
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     open_store,
     preflight,
-    settings_from,
+    with_model_options,
 )
 from nightschool.cli._parallel import (
     BackendOpt,
@@ -32,6 +30,7 @@ from nightschool.errors import EXIT_CODES, NightschoolError, UserError
 from nightschool.privacy import no_external_network
 
 
+@with_model_options
 def evolve(
     generations: Annotated[
         int, typer.Option("--generations", "-g", min=0, help="Authored generations after gen 0.")
@@ -87,10 +86,7 @@ def evolve(
         str | None,
         typer.Option(help="Author retry model on the same --base-url (default: the same model)."),
     ] = None,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: Annotated[
         bool,
         typer.Option(
@@ -143,9 +139,7 @@ def evolve(
             from nightschool.strategies.archive import load_checkpoint
 
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="strategies")
         fallback = None
         if fallback_model is not None:

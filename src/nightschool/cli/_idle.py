@@ -13,16 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     UnsandboxedCodeOpt,
     err,
     errors_to_exit_codes,
     open_store,
     preflight,
-    settings_from,
+    with_model_options,
 )
 
 if TYPE_CHECKING:
@@ -96,11 +94,9 @@ def build_watchdog(
     return dog, work
 
 
+@with_model_options
 def watch(
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: UnsandboxedCodeOpt = False,
     once: Annotated[
         bool, typer.Option("--once", help="Run the phase due now (if any) and exit.")
@@ -116,9 +112,7 @@ def watch(
     with errors_to_exit_codes():
         from nightschool.llm.preempt import Foreground
 
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         foreground = Foreground()

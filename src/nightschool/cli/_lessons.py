@@ -10,14 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     open_store,
     settings_from,
+    with_model_options,
 )
 from nightschool.cli._records import write_jsonl
 from nightschool.errors import UserError
@@ -27,14 +26,12 @@ lessons_app = typer.Typer(
 )
 
 
+@with_model_options
 def reflect(
     limit: Annotated[
         int, typer.Option("--limit", "-n", min=1, help="Reflect on at most this many.")
     ] = 10,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
     """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
     with errors_to_exit_codes():
@@ -43,9 +40,7 @@ def reflect(
         from nightschool.llm import check_model, make_model
         from nightschool.playbook import SkillMemory
 
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         store = open_store(settings, must_exist=True)
         try:
             with err.status("checking the model and loading the playbook ..."):

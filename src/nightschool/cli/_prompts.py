@@ -13,10 +13,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     UnsandboxedCodeOpt,
     err,
     errors_to_exit_codes,
@@ -24,6 +22,7 @@ from nightschool.cli._common import (
     preflight,
     progress_bar,
     settings_from,
+    with_model_options,
 )
 from nightschool.errors import EXIT_CODES
 
@@ -249,6 +248,7 @@ def _print_result(console: Console, result: OptimiseResult) -> None:
 
 
 @prompts_app.command("optimise")
+@with_model_options
 def optimise(
     slot: Annotated[str, typer.Option("--slot", help="The slot to optimise.")] = "solver",
     budget: Annotated[
@@ -275,10 +275,7 @@ def optimise(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Measure, but register nothing.")
     ] = False,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: UnsandboxedCodeOpt = False,
 ) -> None:
     """Optimise a prompt with GEPA on a private training tier; register it only if the gate says so.
@@ -306,9 +303,7 @@ def optimise(
             tier=tier,
             seed=seed,
         )
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         config = config.model_copy(
             update={"max_tokens": settings.max_tokens, "temperature": settings.temperature}
         )

@@ -15,15 +15,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     open_store,
     preflight,
-    settings_from,
+    with_model_options,
 )
 from nightschool.config import Settings
 from nightschool.errors import NightschoolError, UserError
@@ -165,6 +163,7 @@ def _agent(
         agent.close()
 
 
+@with_model_options
 def serve(
     host: Annotated[
         str, typer.Option(help="Address to listen on; anything but loopback needs an API key.")
@@ -172,10 +171,7 @@ def serve(
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="TCP port (0: pick a free one).")
     ] = 8000,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     lessons: LessonsOpt = True,
     unsandboxed: UnsandboxedOpt = False,
     idle: Annotated[
@@ -204,9 +200,7 @@ def serve(
         from nightschool.server import create_app, is_loopback
         from nightschool.server._net import bind
 
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         if not settings.api_key and not is_loopback(host):
             raise UserError(
                 f"refusing to listen on {host} without an API key: anyone who can reach "
@@ -288,6 +282,7 @@ def _announce(settings: Settings, agent: _Agent, sock: socket.socket) -> None:
         )
 
 
+@with_model_options
 def chat(
     server: Annotated[
         str | None,
@@ -311,10 +306,7 @@ def chat(
         str | None,
         typer.Option(help="Session id (keeps the workspace across runs); default: a new one."),
     ] = None,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
     lessons: LessonsOpt = True,
     unsandboxed: UnsandboxedOpt = False,
     self_play_tools: SelfPlayToolsOpt = True,
@@ -330,10 +322,7 @@ def chat(
         session_id = session or f"chat-{new_id()[:12]}"
         console = Console()
         if server is not None:
-            if (
-                any(v is not None for v in (model, model_path, base_url, model_api_key))
-                or unsandboxed
-            ):
+            if model_choice.given or unsandboxed:
                 err.print("[yellow]note:[/] model and sandbox options are the server's; ignored")
             remote = HttpBackend(server, api_key=server_api_key, session_id=session_id)
             try:
@@ -343,9 +332,7 @@ def chat(
             finally:
                 remote.close()
             return
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         with _agent(
             settings, unsandboxed=unsandboxed, lessons=lessons, self_play=self_play_tools
         ) as agent:

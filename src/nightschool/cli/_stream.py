@@ -20,15 +20,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
-    ApiKeyOpt,
-    BaseUrlOpt,
-    ModelOpt,
-    ModelPathOpt,
+    NO_MODEL_CHOICE,
+    ModelChoice,
     err,
     errors_to_exit_codes,
     preflight,
     progress_bar,
-    settings_from,
+    with_model_options,
 )
 from nightschool.errors import EXIT_CODES, UserError
 
@@ -157,6 +155,7 @@ def _arms(text: str) -> tuple[Arm, ...]:
     return tuple(cast("Arm", name) for name in names)
 
 
+@with_model_options
 def stream(
     suite: Annotated[str, typer.Option("--suite", "-s", help="mbpp | humaneval.")] = "mbpp",
     order_seed: Annotated[
@@ -220,10 +219,7 @@ def stream(
             dir_okay=False,
         ),
     ] = None,
-    model: ModelOpt = None,
-    model_path: ModelPathOpt = None,
-    base_url: BaseUrlOpt = None,
-    model_api_key: ApiKeyOpt = None,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
     """Answer a benchmark in a fixed order with no memory, a placebo, and what was learned.
 
@@ -250,9 +246,7 @@ def stream(
         if resume and not (directory / "meta.json").exists():
             raise UserError(f"nothing to resume in {directory} (no meta.json)")
         chosen = _arms(arms)
-        settings = settings_from(
-            model=model, model_path=model_path, base_url=base_url, model_api_key=model_api_key
-        )
+        settings = model_choice.settings()
         source = None
         if memory_from_home:
             if settings.database_url:
