@@ -119,6 +119,7 @@ def list_lessons(
             "shown",
             "pass",
             "fail",
+            "help/harm",
             "source",
             "trigger",
         ):
@@ -133,6 +134,7 @@ def list_lessons(
                 str(lesson.times_shown),
                 str(lesson.times_followed_by_pass),
                 str(lesson.times_followed_by_failure),
+                f"{lesson.times_helpful}/{lesson.times_harmful}",
                 f"{lesson.source}\n{lesson.source_trajectory_id[:12]}",
                 lesson.trigger[:80],
             )
@@ -177,7 +179,9 @@ def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) ->
                 console.print(f"[bold]code example[/]\n{lesson.code_example}", highlight=False)
         console.print(
             f"[bold]counters[/]         shown {lesson.times_shown}, helpful "
-            f"{lesson.times_helpful}, then passed {lesson.times_followed_by_pass}, then failed "
+            f"{lesson.times_helpful}, harmful {lesson.times_harmful}"
+            f"{' (shown to no one)' if lesson.harmful else ''}, then passed "
+            f"{lesson.times_followed_by_pass}, then failed "
             f"{lesson.times_followed_by_failure}, reinforced {lesson.reinforcements}"
         )
         console.print(
