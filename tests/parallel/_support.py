@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -122,3 +123,13 @@ def sandboxed_tool_runs() -> list[int]:
         and "bwrap" in (line := cmdline(int(entry.name))).split(" ", 1)[0]
         and line.endswith("python3 -")
     ]
+
+
+def started_at(pid: int) -> float:
+    """When `pid` started, seconds since boot (as `clock_gettime(CLOCK_BOOTTIME)`); inf if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return float("inf")
+    ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, in clock ticks
+    return ticks / os.sysconf("SC_CLK_TCK")
