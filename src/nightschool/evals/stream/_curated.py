@@ -24,10 +24,10 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from nightschool.evals.stream._placebo import RELATED_K
+from nightschool.evals.stream._placebo import related_ids
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
 from nightschool.lessons.skills import Recall, shown_recall, unranked
-from nightschool.playbook import KINDS, SkillMemory
+from nightschool.playbook import SkillMemory
 
 CURATED_K = 2
 """Worked examples shown per task: the memory arm's `skills_k`."""
@@ -101,11 +101,7 @@ def curated_recall(
     if not learned_before or k <= 0:
         return Recall()
     challenge = challenge_for(task)
-    related = {
-        item.lesson.id
-        for kind in KINDS
-        for item in memory.retrieve(challenge.prompt, k=RELATED_K, kind=kind)
-    }
+    related = related_ids(memory, challenge.prompt)
     pool = [
         skill
         for skill in memory.list(kind="skill")

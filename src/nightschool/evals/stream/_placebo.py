@@ -22,6 +22,13 @@ RELATED_K = 10
 """Entries of each kind retrieval returns for the task that the placebo never shows."""
 
 
+def related_ids(memory: SkillMemory, prompt: str) -> set[str]:
+    """Ids retrieval ranks as related to `prompt`: its top `RELATED_K` of each kind."""
+    return {
+        item.lesson.id for kind in KINDS for item in memory.retrieve(prompt, k=RELATED_K, kind=kind)
+    }
+
+
 def placebo_recall(
     memory: SkillMemory,
     task: StreamTask,
@@ -47,11 +54,7 @@ def placebo_recall(
         return Recall()
     challenge = challenge_for(task)
     later = set(learned_later)
-    related = {
-        item.lesson.id
-        for kind in KINDS
-        for item in memory.retrieve(challenge.prompt, k=RELATED_K, kind=kind)
-    }
+    related = related_ids(memory, challenge.prompt)
     rng = random.Random(f"placebo:{task.task_id}")
 
     def pool(kind: Kind) -> list[Lesson]:
