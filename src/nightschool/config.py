@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nightschool.errors import UserError
 
 EMBEDDED_MODEL = "embedded"
 """Alias of `DEFAULT_EMBEDDED_MODEL`, kept for the `--model embedded` of earlier versions."""
@@ -68,8 +70,13 @@ class Settings(BaseSettings):
     threads: int | None = Field(
         default=None,
         gt=0,
-        description="CPU threads of the embedded model (NIGHTSCHOOL_THREADS); unset: all usable "
-        "CPUs but one, at least 1 (one stays free for the sandbox and the store).",
+        description="CPU threads of the embedded model (NIGHTSCHOOL_THREADS); unset: chosen "
+        "before each call, the usable CPUs nothing else is running on, at least 1.",
+    )
+    reuse_prefix: bool = Field(
+        default=True,
+        description="Keep the embedded model's KV cache of the previous prompt and decode only "
+        "what differs (NIGHTSCHOOL_REUSE_PREFIX=0 decodes every prompt whole).",
     )
     database_url: str | None = Field(
         default=None,
@@ -83,6 +90,25 @@ class Settings(BaseSettings):
         description="Multiplies every idle window, cooldown and pause of the idle watchdog "
         "(NIGHTSCHOOL_IDLE_SCALE; 0.01 turns a 10-minute window into 6 s, for tests and demos).",
     )
+
+    playbook_max_entries: int | None = Field(
+        default=None,
+        description="Size cap of the playbook per kind, lessons and skills counted apart "
+        "(NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES, at least 1); above it the least useful "
+        "unverified entries are archived, never a verified one. Unset: the playbook's "
+        "default, `nightschool.playbook.DEFAULT_MAX_ENTRIES` (5,000).",
+    )
+
+    @field_validator("playbook_max_entries")
+    @classmethod
+    def _cap_at_least_one(cls, value: int | None) -> int | None:
+        """Refuse a cap below 1 with a `UserError` naming the variable (exit 2 in the CLI)."""
+        if value is not None and value < 1:
+            raise UserError(
+                f"NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES must be at least 1, got {value}",
+                hint="unset it for the default (5,000 entries per kind)",
+            )
+        return value
 
     def home_dir(self) -> Path:
         """Return the home directory (not created).

@@ -105,6 +105,17 @@ def dream(
             "unverified and lesson extraction is off).",
         ),
     ] = 6,
+    playbook_max_entries: Annotated[
+        int | None,
+        typer.Option(
+            "--playbook-max-entries",
+            min=1,
+            show_default=False,
+            help="Size cap of the playbook per kind (lessons and skills counted apart): above "
+            "it the least useful unverified entries are archived, never a verified one "
+            "[default: NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES, else 5,000].",
+        ),
+    ] = None,
     loop: Annotated[
         bool,
         typer.Option(
@@ -192,7 +203,7 @@ def dream(
             )
         check_search(search)  # before any model or database is opened
         check_picker(frontier)
-        settings = model_choice.settings()
+        settings = model_choice.settings(playbook_max_entries=playbook_max_entries)
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         try:
@@ -204,6 +215,13 @@ def dream(
                 )
                 resources = remote_resources(settings, sandbox.config) if parallel else None
                 with err.status("loading the skill playbook ..."):
+                    playbook = None
+                    if lessons or skills:
+                        from nightschool.playbook import MemoryConfig, SkillMemory
+
+                        config = MemoryConfig.from_settings(settings)
+                        playbook = SkillMemory(store, config=config)
+                        stack.callback(playbook.close)
                     practice = stack.enter_context(
                         open_practice(
                             store,
@@ -220,6 +238,7 @@ def dream(
                             search=search,
                             router=router,
                             frontier=frontier,
+                            playbook=playbook,
                         )
                     )
                 _dream_run(

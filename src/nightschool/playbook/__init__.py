@@ -30,6 +30,7 @@ from nightschool.playbook._format import (
 from nightschool.playbook._hashing import HashingEmbedder
 from nightschool.playbook._minilm import MiniLMEmbedder
 from nightschool.playbook._model import (
+    DEFAULT_MAX_ENTRIES,
     DOMAINS,
     FORMAT_VERSION,
     KINDS,
@@ -48,6 +49,7 @@ from nightschool.playbook._text import fts_query
 
 __all__ = [
     "DEFAULT_EMBEDDER_NAME",
+    "DEFAULT_MAX_ENTRIES",
     "DOMAINS",
     "FORMAT_VERSION",
     "KINDS",

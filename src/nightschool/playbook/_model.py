@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from nightschool.config import Settings
 
 DOMAINS: tuple[str, ...] = (
     "data_analysis",
@@ -194,6 +197,20 @@ class RetrievedLesson(BaseModel):
     """`score` without the cluster boost: what the relevance floor compares."""
 
 
+DEFAULT_MAX_ENTRIES = 5_000
+"""Default size cap of the playbook, per kind (`MemoryConfig.max_lessons`).
+
+Growth measured so far: the MBPP stream's memory arm learned 141 skills and 32
+lessons in 200 tasks (README, "Does it transfer?"), so 5,000 skills is about
+7,000 tasks of practice before the cap archives anything. Retrieval was measured
+at these sizes: recall@5 0.831 among 674 entries, 0.764 among 10,000 and 0.676
+among 100,000 (`MemoryConfig.fusion`, `fts_posting_budget`): entries that are
+never verified dilute what a request is shown, so the cap stays well below
+10,000, and below `exact_search_max` (25,000), where vector search stops being
+exact. The cap archives only unverified entries (the archive keeps them), never
+a verified one."""
+
+
 class MemoryConfig(BaseModel):
     """Tuning of `SkillMemory`. Defaults were measured by `bench/bench_retrieval.py`."""
 
@@ -245,9 +262,13 @@ class MemoryConfig(BaseModel):
     on its own template scored 0.79 fused (cosine about 0.85) and turned a failure
     into a pass; on a neighbouring template 0.52-0.53 (about 0.55) and turned two
     passes into failures. Above 1 turns it off: verified entries only."""
-    max_lessons: int | None = Field(default=None, ge=1)
+    max_lessons: int | None = Field(default=DEFAULT_MAX_ENTRIES, ge=1)
     """Size cap per kind (lessons and skills are counted apart); above it the least
-    useful unverified entries of that kind are archived. None: no cap."""
+    useful unverified entries of that kind are archived (reason `size_cap`; verified
+    entries and the entry just written are never archived, so verified entries may
+    exceed it). Default `DEFAULT_MAX_ENTRIES`; users set it with
+    `NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES` or `dream --playbook-max-entries`
+    (`from_settings`). None: no cap."""
     exact_search_max: int = Field(default=25_000, ge=1)
     """Up to this many lessons, vector search scores every row exactly; above it a
     sign-bit (Hamming) prefilter shortlists rows that are then scored exactly."""
@@ -260,3 +281,25 @@ class MemoryConfig(BaseModel):
     with 5,000 (common words add noise, not signal)."""
     fts_prune_min_rows: int = Field(default=0, ge=0)
     """Below this many lessons every query word is kept (0: the budget always applies)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> MemoryConfig:
+        """The default tuning with the user's playbook settings applied.
+
+        Args:
+            settings: resolved settings; None reads them from the environment now
+                (`NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES`). Nothing is read at import.
+
+        Returns:
+            `MemoryConfig()` with `max_lessons` from `settings.playbook_max_entries`
+            when that is set, else `DEFAULT_MAX_ENTRIES`.
+
+        Raises:
+            UserError: the environment holds an out-of-range cap (from `Settings`).
+        """
+        if settings is None:
+            from nightschool.config import Settings
+
+            settings = Settings()
+        cap = settings.playbook_max_entries
+        return cls(max_lessons=DEFAULT_MAX_ENTRIES if cap is None else cap)

@@ -65,7 +65,9 @@ class SkillMemory:
         store: an open `Store` (migrated to `m006_skills`).
         embedder: the embedding model; None means `default_embedder()` (the
             packaged model), which raises `UserError` if it is not installed.
-        config: tuning; None means `MemoryConfig()`.
+        config: tuning; None means `MemoryConfig.from_settings()`: the defaults
+            with the user's `NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES`, read now (`UserError`
+            when it is below 1).
 
     Attributes:
         store: the store given.
@@ -87,7 +89,7 @@ class SkillMemory:
             embedder = default_embedder()
         self.store = store
         self.embedder = embedder
-        self.config = config or MemoryConfig()
+        self.config = config or MemoryConfig.from_settings()
         self.records = PlaybookRecords(store)
         self.index = PlaybookIndex(store, embedder, self.config)
         self.retriever = Retriever(self.records, self.index, self.config)
