@@ -1,18 +1,24 @@
 """Where the next challenge comes from: template bank, journal mining, generated challenges.
 
-Seed 000's source routing, after the frontier tracker picked a cluster:
+Seed 000's source routing, after the frontier tracker picked a cluster. The
+template bank has nothing left to teach (`exhausted`) when no brittle cluster
+is open, unless the pick is a random exploration roll (seed 000: "and the
+caller isn't rolling the 35% random-exploration dice") or a cluster never
+practised yet (the cold start: nothing is known about it, so it is not aced):
 
-1. **Journal mining** with probability 0.25, or 0.75 when every brittle
-   cluster is saturated: the newest failed chat turn not yet mined becomes a
-   challenge through the generator's gates; an unsafe turn (destructive shell
-   or SQL, network, credentials) is refused and the reason recorded.
-2. **Template bank** while the picked cluster is not saturated.
-3. When every cluster is aced (saturated), the **20/80 coin**: 20% a template
-   from a non-saturated cluster (any cluster when none is), 80% a generated
-   challenge: half the time one already accepted and still in rotation (solve
-   rate strictly between 0 and 1), else a new one written with the diversity
-   injection (the clusters generated least so far, and "not another <most
-   generated cluster> task").
+1. **Journal mining** with probability 0.25, or 0.75 when exhausted: the newest
+   failed chat turn not yet mined becomes a challenge through the generator's
+   gates; an unsafe turn (destructive shell or SQL, network, credentials) is
+   refused and the reason recorded.
+2. **Template bank** at the frontier's pick while a brittle cluster is open
+   (or the pick is a roll or a cold start).
+3. When exhausted, the **20/80 coin**: 20% a template at the pick (the
+   trackers never pick a saturated cluster while another is open, so this is
+   seed 000's "template from a non-saturated cluster, any when none is"), 80%
+   a generated challenge: half the time one already accepted and still in
+   rotation (solve rate strictly between 0 and 1), else a new one written with
+   the diversity injection (the clusters generated least so far, and "not
+   another <most generated cluster> task").
 
 A source that yields nothing falls through to the next, and finally to the
 template bank, so a cycle always has a challenge. Generated challenges are
@@ -39,9 +45,9 @@ logger = logging.getLogger("nightschool.dream")
 JOURNAL_PROBABILITY = 0.25
 """Chance of trying journal mining first (seed 000)."""
 JOURNAL_PROBABILITY_SATURATED = 0.75
-"""Its chance when every brittle cluster is saturated (seed 000)."""
+"""Its chance when no brittle cluster is open (seed 000: every brittle candidate saturated)."""
 TEMPLATE_WHEN_ACED = 0.20
-"""When every cluster is saturated: chance of a template from a non-saturated
+"""When no brittle cluster is open: chance of a template from a non-saturated
 cluster instead of a generated challenge (seed 000's 20/80 coin)."""
 REUSE_PROBABILITY = 0.5
 """Chance of replaying a generated challenge still in rotation instead of writing a new one."""
@@ -99,26 +105,37 @@ class CurriculumSources:
     ) -> Sourced:
         """Decide the next challenge for `pick` (None challenge: render a bank template).
 
+        See the module docstring: while a brittle cluster is open, or the pick
+        is a cold start or a random exploration roll, journal mining (25%) or
+        the template bank at the pick; otherwise journal mining (75%), then
+        the 20/80 coin between the template bank and generated challenges.
+
+        Returns:
+            The challenge and its source; never None (a source that yields
+            nothing falls through, finally to the template bank).
+
         Raises:
             InfrastructureError: the model or sandbox failed while generating.
             Preempted: a user turn started (idle work).
         """
         notify = on_event or (lambda _m: None)
-        states = tracker.states()
-        saturated = {s.cluster for s in states if s.saturated}
-        brittle_open = [s for s in states if s.brittle and not s.saturated]
-        p_journal = JOURNAL_PROBABILITY if brittle_open else JOURNAL_PROBABILITY_SATURATED
+        states = {s.cluster: s for s in tracker.states()}
+        saturated = {c for c, s in states.items() if s.saturated}
+        brittle_open = [s for s in states.values() if s.brittle and not s.saturated]
+        picked = states.get(pick.cluster)
+        cold_start = picked is not None and picked.runs == 0
+        roll = pick.mode == "exploration" and pick.cluster not in saturated
+        exhausted = not brittle_open and not cold_start and not roll
+        p_journal = JOURNAL_PROBABILITY_SATURATED if exhausted else JOURNAL_PROBABILITY
         if self.rng.random() < p_journal:
             mined = self._journal(pick, notify)
             if mined is not None:
                 return mined
-        if pick.cluster not in saturated:
+        if not exhausted:
             return Sourced(None, "template", pick.reason)
-        if len(saturated) < len(tracker.clusters):
-            return Sourced(None, "template", f"{pick.cluster} is saturated but others are not")
-        # every cluster is aced: the 20/80 coin
+        # no brittle cluster is open: the 20/80 coin (seed 000)
         if self.rng.random() < TEMPLATE_WHEN_ACED:
-            return Sourced(None, "template", "every cluster aced; template rotation (20%)")
+            return Sourced(None, "template", "no brittle cluster open; template rotation (20%)")
         if self.rng.random() < REUSE_PROBABILITY:
             rotation = self.bank.in_rotation()
             if rotation:
@@ -126,7 +143,7 @@ class CurriculumSources:
                 return Sourced(
                     chosen,
                     "rotation",
-                    "every cluster aced; a generated challenge still in rotation",
+                    "no brittle cluster open; a generated challenge still in rotation",
                 )
         return self._generate(pick, notify)
 
@@ -193,4 +210,4 @@ class CurriculumSources:
             kinds = ", ".join(sorted({r.kind for r in outcome.rejections})) or "none"
             return Sourced(None, "template", f"generation rejected ({kinds}); template instead")
         self.bank.add(outcome.challenge, outcome, request, self.model.name)
-        return Sourced(outcome.challenge, "generated", "every cluster aced; a new challenge")
+        return Sourced(outcome.challenge, "generated", "no brittle cluster open; a new challenge")
