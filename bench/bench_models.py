@@ -5,7 +5,7 @@ Each model runs in its own fresh process through the real `EmbeddedModel`
 (the first decode allocates llama.cpp's buffers), then the same prompt twice,
 once with max_tokens=1 (prompt evaluation) and once with --max-tokens
 (generation = the extra tokens over the extra time). Every call decodes its
-prompt from scratch (`EmbeddedModel` resets the KV cache), so the differencing
+prompt from scratch (KV prefix reuse is off here), so the differencing
 holds. Split models are assembled into the model cache first if needed
 (`NIGHTSCHOOL_HOME`, default the platform data dir), and that time is shown apart.
 
@@ -56,7 +56,8 @@ def measure(name: str, max_tokens: int, threads: int | None) -> dict[str, object
     start = time.perf_counter()
     resolve_model_file(entry, Settings().models_dir(), on_progress=lambda line: None)
     assemble_s = time.perf_counter() - start
-    with EmbeddedModel(EmbeddedConfig(model=name, n_threads=threads)) as model:
+    config = EmbeddedConfig(model=name, n_threads=threads, reuse_prefix=False)
+    with EmbeddedModel(config) as model:
         model.check()
         model.complete([{"role": "user", "content": "Hi"}], temperature=0.0, max_tokens=1)
         prompt = model.complete(PROMPT, temperature=0.0, max_tokens=1)

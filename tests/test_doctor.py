@@ -147,6 +147,23 @@ def test_model_path_header_checked_without_loading(tmp_path: Path) -> None:
     assert "GGUF file" in checks["model"]["fix"]
 
 
+def test_the_model_line_says_how_threads_are_chosen_and_whether_prefixes_are_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = tmp_path / "tiny.gguf"
+    good.write_bytes(gguf_bytes(tail=bytes(1000)))
+    _, checks = run_doctor("--model-path", str(good))
+    detail = checks["model"]["detail"]
+    assert "threads chosen per call" in detail and "CPUs:" in detail
+    assert "KV prefix reuse on" in detail
+    monkeypatch.setenv("NIGHTSCHOOL_THREADS", "3")
+    monkeypatch.setenv("NIGHTSCHOOL_REUSE_PREFIX", "0")
+    _, checks = run_doctor("--model-path", str(good))
+    detail = checks["model"]["detail"]
+    assert "threads fixed, now 3: fixed by the settings" in detail
+    assert "KV prefix reuse off" in detail
+
+
 def test_split_model_parts_are_checked_and_counted_for_the_disk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

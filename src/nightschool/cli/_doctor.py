@@ -266,7 +266,7 @@ def check_model(settings: Settings) -> tuple[Check, int]:
         if settings.model_path is not None:
             path = settings.model_path.expanduser()
             header = read_gguf_header(read_head([path]))
-            return Check("model", "ok", f"{path}: {_describe(header)}"), 0
+            return Check("model", "ok", f"{path}: {_describe(header)}; {_decoding(settings)}"), 0
         entry = catalog.lookup_model(settings.model)
         state, target, files = catalog.model_files(entry, settings.models_dir())
         pending = entry.size_bytes if state == "installed" else 0
@@ -297,7 +297,18 @@ def check_model(settings: Settings) -> tuple[Check, int]:
             "reinstall the model's packages at the versions nightschool pins",
             infra,
         ), 0
-    return Check("model", "ok", f"{entry.name}: {where}; {_describe(header)}"), pending
+    detail = f"{entry.name}: {where}; {_describe(header)}; {_decoding(settings)}"
+    return Check("model", "ok", detail), pending
+
+
+def _decoding(settings: Settings) -> str:
+    """How the embedded model will decode: threads chosen now and why, prefix reuse."""
+    from nightschool.llm._threads import choose_threads
+
+    choice = choose_threads(settings.threads)
+    how = "fixed" if settings.threads else "chosen per call (NIGHTSCHOOL_THREADS fixes it)"
+    reuse = "on" if settings.reuse_prefix else "off (NIGHTSCHOOL_REUSE_PREFIX)"
+    return f"threads {how}, now {choice.reason}; KV prefix reuse {reuse}"
 
 
 def _describe(header: GgufHeader) -> str:

@@ -129,6 +129,9 @@ class Completion:
         tool_calls: native tool calls, in the order the model made them; ()
             when the call offered no `tools`, the backend cannot do native
             tools, or the model answered in text.
+        tokens_cached: of `tokens_in`, those served from the backend's KV cache
+            (a prefix shared with the previous call) instead of decoded again;
+            0 when the backend does not say.
     """
 
     text: str
@@ -138,6 +141,7 @@ class Completion:
     duration_s: float
     finish_reason: str = "unknown"
     tool_calls: tuple[NativeToolCall, ...] = ()
+    tokens_cached: int = 0
 
 
 @runtime_checkable

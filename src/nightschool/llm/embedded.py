@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import re
 import threading
 import time
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nightschool.config import DEFAULT_EMBEDDED_MODEL, Settings
 from nightschool.errors import ModelResponseError, ModelUnavailableError, UserError
 from nightschool.llm._assemble import Progress
+from nightschool.llm._prefix import DecodeUsage, prefix_keeping_llama
 from nightschool.llm._protocol import (
     Completion,
     Message,
@@ -45,6 +45,7 @@ from nightschool.llm._protocol import (
     plain_messages,
     tool_names,
 )
+from nightschool.llm._threads import ThreadChoice, choose_threads
 from nightschool.llm.catalog import (
     SMOLLM2,
     CatalogEntry,
@@ -97,7 +98,11 @@ class EmbeddedConfig(BaseModel):
     """Context window in tokens (prompt + completion); None means the catalog entry's
     (8192 for the Qwen models, 4096 for SmolLM2) or 4096 for a `model_path` file."""
     n_threads: int | None = Field(default=None, gt=0)
-    """CPU threads for llama.cpp; None means all usable CPUs but one (at least 1)."""
+    """CPU threads for llama.cpp; None chooses before each call: the cores nothing
+    else is using, at least 1 (`nightschool.llm._threads.choose_threads`)."""
+    reuse_prefix: bool = True
+    """Keep the KV cache of the previous call's prompt and decode only what differs
+    (see `EmbeddedModel`); False decodes every prompt from scratch."""
     seed: int = Field(default=0, ge=0)
     """Seed of llama.cpp's sampler when a call passes no seed."""
     model_path: Path | None = None
@@ -235,20 +240,6 @@ def _template_renders_tools(llama: Any) -> bool:
     return re.search(r"\btools\b", template) is not None and "tool_call" in template
 
 
-def _default_threads() -> int:
-    """All usable CPUs but one, at least 1.
-
-    One core stays free for the sandbox, the database and anything else: the
-    worker threads spin-wait, and on a fully busy 2-core machine 2 threads were
-    measured more than tenfold slower than 1 (51 s vs 8 s for one reply).
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
-
-
 class EmbeddedModel:
     """`ChatModel` backed by an in-process llama.cpp model (a catalog model or a GGUF file).
 
@@ -260,13 +251,15 @@ class EmbeddedModel:
 
     The chat template comes from the GGUF metadata; `supports_tools` is True when
     it renders `tools` (Qwen2.5, not SmolLM2; see the module docstring).
-    `temperature=0` is greedy
-    decoding, so replies are identical for identical messages: every call
-    decodes its prompt from scratch (no KV-cache prefix reuse across calls,
-    which would change the logits slightly). With a `seed`,
-    sampled replies are reproducible; without one, llama-cpp-python derives each
-    call's seed from the previous one, starting at `config.seed`, so a fixed
-    sequence of calls in a fresh process is reproducible too.
+    `temperature=0` is greedy decoding, so replies are identical for identical
+    messages. The KV cache of the previous prompt is kept and only what differs
+    is decoded (`reuse_prefix`, `nightschool.llm._prefix`): replies stay the
+    same token for token as without reuse (tested; `bench/bench_throughput.py`
+    checks whole dream cycles). With a `seed`, sampled replies are reproducible;
+    without one, llama-cpp-python derives each call's seed from the previous
+    one, starting at `config.seed`, so a fixed sequence of calls in a fresh
+    process is reproducible too. The thread count is chosen before each call
+    (`nightschool.llm._threads`): the cores nothing else is running on.
 
     Measured on a shared 2-core machine (llama-cpp-python 0.3.36, GGML_NATIVE=OFF
     build, 1 thread, ~130-token prompt, 200 greedy tokens; `bench/bench_models.py`,
@@ -274,8 +267,8 @@ class EmbeddedModel:
     tokens/s; qwen2.5-coder-0.5b 0.8 s, 93 / 12.8; qwen2.5-coder-1.5b 3.2 s,
     64 / 7.4. Earlier, on an idle machine, SmolLM2 generated about 100 tokens/s
     with 2 threads and 80 with 1. llama.cpp's worker threads spin-wait, so when
-    other processes keep the cores busy the rate can drop more than tenfold;
-    lower `n_threads` then.
+    other processes keep the cores busy the rate can drop more than tenfold,
+    which is why the count is chosen per call.
 
     Args:
         config: loading options; None means `EmbeddedConfig()` (the default catalog model).
@@ -304,6 +297,11 @@ class EmbeddedModel:
         self._metadata_name: str | None = None
         self._native_tools = False
         self._call_ids = (f"call_{n}" for n in itertools.count(1))
+        self._threads_set: int | None = None
+        self.threads: ThreadChoice | None = None
+        """The thread count of the latest call and why; None before the first call."""
+        self.usage = DecodeUsage()
+        """Totals over this model's completed calls (prompt tokens decoded and cached, threads)."""
         self.load_s: float | None = None
         """Seconds the model load took, once loaded (assembly of a split file excluded)."""
         self.model_file: Path | None = None
@@ -410,11 +408,8 @@ class EmbeddedModel:
         start = time.perf_counter()
         with self._lock, self._abort_hook(abort) as aborted:
             llama = self._ensure_loaded()
-            # Forget the previous call's KV cache: reusing a cached prompt prefix
-            # re-decodes the last prompt token alone, whose logits differ in the
-            # last bits from the batched decode, and greedy replies then diverge
-            # (measured: the same prompt twice gave 102 then 92 tokens).
-            llama.reset()
+            self._set_threads(llama)
+            llama.keep_prefix = self.config.reuse_prefix
             native = bool(tools) and self._native_tools
             extra: dict[str, Any] = {}
             if native and tools:
@@ -429,27 +424,38 @@ class EmbeddedModel:
                     **extra,
                 )
             except ValueError as exc:  # "Requested tokens (N) exceed context window of M"
+                self._forget_prefix(llama)
                 raise ModelResponseError(
                     f"embedded model rejected the request: {exc}",
                     hint="shorten the prompt or raise n_ctx",
                 ) from exc
             except RuntimeError as exc:  # llama_decode returned an error
+                self._forget_prefix(llama)
                 if aborted():
                     raise Preempted(f"decode aborted for a user turn ({exc})") from exc
                 raise ModelUnavailableError(f"embedded model failed while decoding: {exc}") from exc
+            except BaseException:  # Ctrl-C mid-decode: the cache holds half a prompt
+                self._forget_prefix(llama)
+                raise
             choice = result["choices"][0]
             text = choice["message"].get("content") or ""
             calls: tuple[NativeToolCall, ...] = ()
             if native:
                 text, calls = extract_tool_calls(text, tool_names(tools), self._call_ids)
-        usage = result.get("usage") or {}
+            usage = result.get("usage") or {}
+            tokens_in = int(usage.get("prompt_tokens") or 0)
+            cached = llama.reused
+            tokens_out = int(usage.get("completion_tokens") or 0)
+            duration_s = time.perf_counter() - start
+            self.usage.add(tokens_in, cached, tokens_out, duration_s, self._threads_set or 0)
         finish = choice.get("finish_reason") or "unknown"
         return Completion(
             text=text,
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
+            tokens_in=tokens_in,
+            tokens_cached=cached,
+            tokens_out=tokens_out,
             model=self.name,
-            duration_s=time.perf_counter() - start,
+            duration_s=duration_s,
             finish_reason="tool_calls" if calls and finish == "stop" else finish,
             tool_calls=calls,
         )
@@ -487,6 +493,20 @@ class EmbeddedModel:
                 )
             del callback
 
+    def _set_threads(self, llama: Any) -> None:
+        """Decode the next call with `choose_threads`' count; call under the lock."""
+        import llama_cpp
+
+        self.threads = choose_threads(self.config.n_threads)
+        if self.threads.threads != self._threads_set:
+            n = self.threads.threads
+            llama_cpp.llama_set_n_threads(llama._ctx.ctx, n, n)
+            self._threads_set = n
+
+    def _forget_prefix(self, llama: Any) -> None:
+        """Clear the KV cache after a failed call: the next prompt is decoded whole."""
+        llama.forget()
+
     def close(self) -> None:
         """Free the model's memory; a later call loads it again."""
         with self._lock:
@@ -522,10 +542,12 @@ class EmbeddedModel:
             # verbose=False routes llama.cpp's C-level log through a callback that
             # drops everything below ERROR and wraps loading in fd-level stderr
             # suppression, so nothing reaches the terminal.
-            self._llama = llama_cpp.Llama(
+            threads = choose_threads(self.config.n_threads).threads
+            self._llama = prefix_keeping_llama(llama_cpp)(
                 model_path=str(path),
                 n_ctx=self.n_ctx,
-                n_threads=self.config.n_threads or _default_threads(),
+                n_threads=threads,
+                n_threads_batch=threads,
                 seed=self.config.seed,
                 verbose=False,
             )
@@ -533,6 +555,7 @@ class EmbeddedModel:
             hint = PATH_HINT if self.entry is None else INSTALL_HINT
             raise UserError(f"cannot load the model file {path}: {exc}", hint=hint) from exc
         self.load_s = time.perf_counter() - start
+        self._threads_set = threads
         self.model_file = path
         metadata = getattr(self._llama, "metadata", None) or {}
         name = metadata.get("general.name")

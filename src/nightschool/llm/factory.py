@@ -55,11 +55,16 @@ def make_model(settings: Settings, *, on_progress: Progress | None = None) -> Ch
                     f"--model-path {path}: no such file",
                     hint="give the path of a local .gguf file (or unset NIGHTSCHOOL_MODEL_PATH)",
                 )
-            config = EmbeddedConfig(model_path=path, n_threads=settings.threads)
+            config = EmbeddedConfig(
+                model_path=path, n_threads=settings.threads, reuse_prefix=settings.reuse_prefix
+            )
             return EmbeddedModel(config, on_progress=on_progress)
         entry = lookup_model(settings.model)
         config = EmbeddedConfig(
-            model=entry.name, models_dir=settings.models_dir(), n_threads=settings.threads
+            model=entry.name,
+            models_dir=settings.models_dir(),
+            n_threads=settings.threads,
+            reuse_prefix=settings.reuse_prefix,
         )
         return EmbeddedModel(config, on_progress=on_progress)
     if settings.model_path is not None:

@@ -1,0 +1,315 @@
+"""Throughput of the embedded model: the hardware ceiling, ours beside it, dream cycles old vs new.
+
+Three parts, printed side by side in one run (`--parts`, default all three):
+
+- **ceiling**: this machine's memory bandwidth (numpy sums over a 1 GiB array
+  on 1 and 2 threads) and llama.cpp's own decode through its low-level calls
+  (`Llama.eval`: one `llama_decode` per 512-token batch for the prompt, one
+  per token for generation, no sampling, no chat template) at 1 and 2 threads.
+  Generation is bandwidth-bound: tokens/s cannot exceed bandwidth / GGUF bytes.
+- **ours**: the same model through `EmbeddedModel.complete` (chat template,
+  sampler, Python loop), KV reuse off, at 1 and 2 threads and the automatic
+  choice: prompt tokens/s (max_tokens=1) and generation tokens/s (the extra
+  tokens of a 200-token reply over its extra time); ours / ceiling.
+- **dream**: `--cycles` self-play cycles per arm through the real dream loop
+  (`open_practice`: solver, bubblewrap sandbox, SQLite in a temporary home,
+  the same `--seed`), each arm in its own process:
+  *old* runs the code at `--old-ref` (a git worktree; the last commit before
+  per-call threads and prefix reuse) and *new* the working tree, both with the
+  settings a user gets by default. Printed: cycles per hour, passes, prompt
+  tokens decoded per cycle, model seconds, and how many cycles made the same
+  attempts (same code, token for token) in both arms: the reproducibility check
+  of prefix reuse (`nightschool.llm._prefix`).
+
+Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
+[--seed 7] [--cluster python_general] [--verify-k 0] [--parts ceiling,ours,dream] [--out F]`.
+Measure on an idle machine (the load average is printed): llama.cpp's worker
+threads spin-wait, so another busy process changes every figure, and the
+automatic thread choice then takes 1 thread on purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+OLD_REF = "033e78a"
+"""The last commit before per-call threads and KV prefix reuse (issue 27)."""
+
+PROMPT_TEXT = (
+    "Write a Python module `inventory.py` with a dataclass `Item` (name, quantity, unit price), "
+    "a class `Inventory` that stores items by name and has methods add(item), remove(name, "
+    "quantity), total_value() and low_stock(threshold) returning the names of items below the "
+    "threshold sorted alphabetically. Raise KeyError for unknown names and ValueError for "
+    "negative quantities. Include docstrings and type hints."
+)
+
+
+def bandwidth(threads: int, size: int = 1 << 30, repeats: int = 3) -> float:
+    """Read bandwidth, bytes/s: the best of `repeats` sums of a `size`-byte array over `threads`."""
+    import numpy as np
+
+    array = np.ones(size // 4, dtype=np.float32)
+    parts = np.array_split(array, threads)
+    best = float("inf")
+    for _ in range(repeats):
+        workers = [threading.Thread(target=part.sum) for part in parts]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return size / best
+
+
+def ceiling(model: str) -> dict[str, Any]:
+    """llama.cpp's own prompt and generation tokens/s at 1 and 2 threads, and the bandwidth bound."""
+    import llama_cpp
+
+    from nightschool.config import Settings
+    from nightschool.llm.catalog import lookup_model, resolve_model_file
+
+    path = resolve_model_file(lookup_model(model), Settings().models_dir())
+    llama = llama_cpp.Llama(model_path=str(path), n_ctx=2048, verbose=False)
+    text = (PROMPT_TEXT + " ") * 8
+    prompt = llama.tokenize(text.encode())[:512]
+    out: dict[str, Any] = {"gguf_bytes": path.stat().st_size, "threads": {}}
+    for threads in (1, 2):
+        llama_cpp.llama_set_n_threads(llama._ctx.ctx, threads, threads)
+        llama.reset()
+        llama.eval(prompt[:32])  # warm-up: the first decode allocates buffers
+        llama.reset()
+        start = time.perf_counter()
+        llama.eval(prompt)
+        pp = len(prompt) / (time.perf_counter() - start)
+        llama.reset()
+        llama.eval(prompt[:64])
+        steps = 96
+        start = time.perf_counter()
+        for index in range(steps):
+            llama.eval([prompt[64 + index]])
+        tg = steps / (time.perf_counter() - start)
+        gbs = bandwidth(threads)
+        out["threads"][threads] = {
+            "prompt_tps": pp,
+            "gen_tps": tg,
+            "bandwidth_gbs": gbs / 1e9,
+            "gen_bound_tps": gbs / out["gguf_bytes"],
+        }
+    llama.close()
+    return out
+
+
+def ours(model: str) -> dict[str, Any]:
+    """`EmbeddedModel.complete` tokens/s at 1 and 2 threads and automatic (KV reuse off)."""
+    from nightschool.llm import EmbeddedConfig, EmbeddedModel
+
+    messages = [
+        {"role": "system", "content": "You are a careful Python programmer. Answer with code."},
+        {"role": "user", "content": PROMPT_TEXT},
+    ]
+    out: dict[str, Any] = {}
+    for label, threads in (("1", 1), ("2", 2), ("auto", None)):
+        config = EmbeddedConfig(model=model, n_threads=threads, reuse_prefix=False)
+        with EmbeddedModel(config) as embedded:
+            embedded.complete(messages, temperature=0, max_tokens=8)  # warm-up
+            first = embedded.complete(messages, temperature=0, max_tokens=1)
+            full = embedded.complete(messages, temperature=0, max_tokens=200)
+            chosen = embedded.threads
+        extra_s = max(1e-6, full.duration_s - first.duration_s)
+        out[label] = {
+            "prompt_tps": first.tokens_in / first.duration_s,
+            "gen_tps": (full.tokens_out - 1) / extra_s,
+            "threads": chosen.threads if chosen else None,
+            "reason": chosen.reason if chosen else "",
+        }
+    return out
+
+
+def dream_arm(
+    model: str, cycles: int, seed: int, cluster: str | None, verify_k: int
+) -> dict[str, Any]:
+    """Run `cycles` dream cycles in a temporary home with this process's `nightschool`."""
+    from nightschool.cli._common import open_store
+    from nightschool.config import Settings
+    from nightschool.llm import make_model
+    from nightschool.practice import open_practice
+    from nightschool.sandbox import Sandbox, SandboxConfig
+
+    with tempfile.TemporaryDirectory(prefix="ns-throughput-") as home:
+        os.environ["NIGHTSCHOOL_HOME"] = home
+        settings = Settings(model=model)
+        store = open_store(settings)
+        chat_model = make_model(settings)
+        sandbox = Sandbox(SandboxConfig())
+        try:
+            with open_practice(
+                store,
+                chat_model,
+                sandbox,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                verify_k=verify_k,
+                seed=seed,
+                curriculum=cluster is None,
+                home=settings.home_dir(),
+            ) as practice:
+                start = time.perf_counter()
+                results = practice.loop.run(cycles, cluster=cluster)
+                elapsed = time.perf_counter() - start
+            records = {
+                row[0]: json.loads(row[1])
+                for row in store.query("SELECT id, record FROM trajectories")
+            }
+        finally:
+            store.close()
+        rows = []
+        for cycle in results:
+            record = records.get(cycle.trajectory_id, {})
+            codes = [
+                c["arguments"].get("code", "")
+                for c in record.get("tool_calls", [])
+                if isinstance(c.get("arguments"), dict)
+            ]
+            digest = hashlib.sha256("\x00".join(codes).encode()).hexdigest()[:16]
+            rows.append(
+                {
+                    "challenge": f"{cycle.template}/{cycle.tier}/{cycle.seed}",
+                    "passed": cycle.passed,
+                    "attempts": cycle.attempts,
+                    "codes": digest,
+                    "seconds": cycle.duration_s,
+                    "tokens_in": record.get("tokens_in", 0),
+                    "tokens_out": record.get("tokens_out", 0),
+                }
+            )
+        usage = getattr(chat_model, "usage", None)
+        return {
+            "elapsed_s": elapsed,
+            "cycles": rows,
+            "tokens_in": usage.tokens_in if usage else sum(r["tokens_in"] for r in rows),
+            "tokens_cached": usage.tokens_cached if usage else 0,
+            "tokens_out": usage.tokens_out if usage else sum(r["tokens_out"] for r in rows),
+            "model_s": usage.seconds if usage else None,
+            "threads": usage.threads if usage else {"1 (old default)": None},
+        }
+
+
+def run_arm(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Run `dream_arm` in a child process importing `nightschool` from `src`."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [
+        sys.executable, __file__, "--child-arm", "--model", args.model, "--cycles",
+        str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
+    ]  # fmt: skip
+    if args.cluster:
+        command += ["--cluster", args.cluster]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"arm at {src} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def old_tree(ref: str) -> Any:
+    """A git worktree of `ref` (removed afterwards); yields its `src` folder."""
+    place = Path(tempfile.mkdtemp(prefix="ns-old-"))
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-f", "--detach", str(place), ref],
+                   check=True, capture_output=True)  # fmt: skip
+    try:
+        yield place / "src"
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(place)],
+                       check=False, capture_output=True)  # fmt: skip
+
+
+def dream(args: argparse.Namespace) -> dict[str, Any]:
+    """Old and new arms on the same seed; the paired figures."""
+    with old_tree(args.old_ref) as old_src:
+        old = run_arm(old_src, args)
+    new = run_arm(ROOT / "src", args)
+    same = sum(a["codes"] == b["codes"] for a, b in zip(old["cycles"], new["cycles"], strict=True))
+    return {"old": old, "new": new, "same_attempts": same}
+
+
+def show(report: dict[str, Any]) -> None:
+    """Print the parts that ran as tables."""
+    print(f"load average {os.getloadavg()[0]:.2f} at the end; model {report['model']}")
+    if "ceiling" in report:
+        c = report["ceiling"]
+        print(f"\nceiling (llama.cpp low-level decode; GGUF {c['gguf_bytes'] / 1e9:.2f} GB)")
+        print(f"{'threads':>8} {'prompt t/s':>11} {'gen t/s':>8} {'GB/s':>6} {'gen bound t/s':>14}")
+        for threads, row in c["threads"].items():
+            print(f"{threads:>8} {row['prompt_tps']:>11.1f} {row['gen_tps']:>8.2f} "
+                  f"{row['bandwidth_gbs']:>6.1f} {row['gen_bound_tps']:>14.1f}")  # fmt: skip
+    if "ours" in report:
+        print("\nours (EmbeddedModel.complete, reuse off) and ours / llama.cpp at the same threads")
+        print(f"{'threads':>8} {'prompt t/s':>11} {'gen t/s':>8} {'gen ratio':>10}  chosen")
+        for label, row in report["ours"].items():
+            ref = report.get("ceiling", {}).get("threads", {}).get(row["threads"])
+            ratio = f"{row['gen_tps'] / ref['gen_tps']:.0%}" if ref else "-"
+            print(f"{label:>8} {row['prompt_tps']:>11.1f} {row['gen_tps']:>8.2f} {ratio:>10}  "
+                  f"{row['reason']}")  # fmt: skip
+    if "dream" in report:
+        d = report["dream"]
+        n = len(d["old"]["cycles"])
+        print(f"\ndream, {n} cycles per arm, same seed")
+        print(f"{'arm':>4} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
+              f"{'cached':>7} {'gen tokens':>10}  threads")  # fmt: skip
+        for arm in ("old", "new"):
+            a = d[arm]
+            decoded = (a["tokens_in"] - a["tokens_cached"]) / n
+            print(f"{arm:>4} {3600 * n / a['elapsed_s']:>9.1f} "
+                  f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} "
+                  f"{a['tokens_cached']:>7} {a['tokens_out']:>10}  {a['threads']}")  # fmt: skip
+        old, new = d["old"], d["new"]
+        speed = old["elapsed_s"] / new["elapsed_s"]
+        fewer = 1 - (new["tokens_in"] - new["tokens_cached"]) / max(1, old["tokens_in"])
+        print(f"new / old: {speed:.2f}x cycles per hour; prompt tokens decoded {fewer:.0%} fewer; "
+              f"same attempts in {d['same_attempts']} of {n} cycles")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--cycles", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cluster", default="python_general", help="'' lets the frontier choose")
+    parser.add_argument("--verify-k", type=int, default=0)
+    parser.add_argument("--parts", default="ceiling,ours,dream")
+    parser.add_argument("--old-ref", default=OLD_REF)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--child-arm", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_arm:
+        result = dream_arm(args.model, args.cycles, args.seed, args.cluster or None, args.verify_k)
+        print(json.dumps(result))
+        return
+    parts = set(args.parts.split(","))
+    report: dict[str, Any] = {"model": args.model, "load_start": os.getloadavg()[0]}
+    if "ceiling" in parts:
+        report["ceiling"] = ceiling(args.model)
+    if "ours" in parts:
+        report["ours"] = ours(args.model)
+    if "dream" in parts:
+        report["dream"] = dream(args)
+    show(report)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
