@@ -58,6 +58,15 @@ def _skill_line(cycle: Any) -> str | None:
     )
 
 
+def _mark(cycle: Any) -> str:
+    """A cycle's verdict: passed, failed, a fault, or skipped (the router's `stop`)."""
+    if cycle.skipped:
+        return f"[dim]- skipped: {escape(cycle.skipped)}[/]"
+    if cycle.infrastructure_error:
+        return f"[yellow]! {cycle.infrastructure_error}[/]"
+    return "[green]✓ passed[/]" if cycle.passed else "[red]✗ failed[/]"
+
+
 def _samples_line(drawn: Any) -> str:
     if drawn.skipped:
         return f"    [dim]no samples: {drawn.skipped}[/]"
@@ -300,9 +309,7 @@ def _dream_run(
 
         def on_cycle(index: int, cycle: Any) -> None:
             results.append(cycle)
-            mark = "[green]✓ passed[/]" if cycle.passed else "[red]✗ failed[/]"
-            if cycle.infrastructure_error:
-                mark = f"[yellow]! {cycle.infrastructure_error}[/]"
+            mark = _mark(cycle)
             shown = f", {len(cycle.lessons_shown)} lesson(s) shown" * bool(
                 cycle.lessons_shown
             ) + f", {len(cycle.skills_shown)} skill(s) shown" * bool(cycle.skills_shown)

@@ -27,7 +27,7 @@ from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.solver.core import Solver, SolveResult
 from nightschool.store import Store
-from nightschool.trajectory import new_id
+from nightschool.trajectory import Outcome, new_id
 
 SKILLS_K = 2
 """Skills shown per challenge at most (within the worked-examples token budget)."""
@@ -80,6 +80,11 @@ class CycleResult:
             the cycle failed).
         source: where the challenge came from: `template`, `journal`,
             `generated` or `rotation` (`nightschool.dream.sources`).
+        skipped: why the cycle was not attempted, or None when it ran: the
+            budget router's `stop` (no model call, no verdict). A skipped
+            cycle is stored as an `unknown` trajectory (`extra["skipped"]`)
+            with no frontier run, exposure, skill or lesson; it is neither a
+            pass nor a failure of the agent.
     """
 
     cluster: str
@@ -97,6 +102,18 @@ class CycleResult:
     skills_shown: tuple[str, ...] = ()
     skill: SkillOutcome | None = None
     source: str = "template"
+    skipped: str | None = None
+
+
+def not_attempted(result: SolveResult) -> str | None:
+    """Why a solve made no attempt without a fault (the router's `stop`), else None."""
+    if result.attempts > 0 or result.infrastructure_error is not None:
+        return None
+    routed = result.trajectory.extra.get("router")
+    decision = routed.get("decision") if isinstance(routed, dict) else None
+    if decision == "stop":
+        return "the budget router said stop (predicted unsolvable at this budget)"
+    return f"no attempt was made (router decision {decision!r})"
 
 
 class DreamLoop:
@@ -193,6 +210,10 @@ class DreamLoop:
     ) -> CycleResult:
         """Run one cycle and store its trajectory (and frontier run when it counts).
 
+        A cycle the budget router stops (`stop`: zero attempts) is skipped:
+        stored as `unknown` with `extra["skipped"]`, no frontier run, and
+        `CycleResult.skipped` says why.
+
         Raises:
             UserError: bad cluster or tier.
             InfrastructureError: the model server or sandbox failed; the
@@ -230,22 +251,24 @@ class DreamLoop:
             skills=shown_memory.skill_sections,
             skill_ids=shown_memory.skill_ids,
         )
-        trajectory = result.trajectory.model_copy(
-            update={
-                "extra": {
-                    **result.trajectory.extra,
-                    "pick_mode": pick.mode,
-                    "pick_reason": pick.reason,
-                    "challenge_source": source,
-                    "source_reason": source_reason,
-                }
-            }
-        )
+        skipped = not_attempted(result)
+        extra = {
+            **result.trajectory.extra,
+            "pick_mode": pick.mode,
+            "pick_reason": pick.reason,
+            "challenge_source": source,
+            "source_reason": source_reason,
+        }
+        update: dict[str, Any] = {"extra": extra}
+        if skipped is not None:  # no attempt, no verdict: not the agent's failure
+            extra["skipped"] = skipped
+            update.update(outcome=Outcome.UNKNOWN, failure_reason=None)
+        trajectory = result.trajectory.model_copy(update=update)
         lesson_ids = [str(i) for i in trajectory.extra.get("lessons_shown", [])]
         shown = lesson_ids + shown_memory.skill_ids
         with self.store.transaction():
             stored = self.store.append_trajectory(trajectory)
-            if result.infrastructure_error is None:
+            if result.infrastructure_error is None and skipped is None:
                 self.tracker.record_run(
                     cluster=challenge.cluster,
                     template=challenge.template,
@@ -272,7 +295,8 @@ class DreamLoop:
         lesson = None
         # Verification renders fresh seeds of the challenge's template, which a
         # generated challenge does not have: no verified lessons from those yet.
-        if self.extractor is not None and result.infrastructure_error is None and bank:
+        ran = result.infrastructure_error is None and skipped is None
+        if self.extractor is not None and ran and bank:
             notify("extracting a lesson")
             lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
         cycle = CycleResult(
@@ -291,6 +315,7 @@ class DreamLoop:
             skills_shown=tuple(shown_memory.skill_ids),
             skill=skill,
             source=source,
+            skipped=skipped,
         )
         if result.infrastructure_error is not None and not isinstance(
             result.infrastructure_error, ChallengeFaultError
@@ -374,12 +399,14 @@ def summarize(results: Sequence[CycleResult], tracker: FrontierTracker) -> list[
     Returns:
         One dict per cluster that ran, in cluster order, with keys `cluster`,
         `runs`, `passes`, `attempts` (mean attempts per counted run), `tier`
-        (the tier unlocked now) and `infra_errors`.
+        (the tier unlocked now), `infra_errors` and `skipped` (cycles the
+        router stopped: not runs, so neither passes nor failures).
     """
     rows: list[dict[str, object]] = []
     for cluster in CLUSTERS:
-        mine = [r for r in results if r.cluster == cluster]
-        if not mine:
+        every = [r for r in results if r.cluster == cluster]
+        mine = [r for r in every if r.skipped is None]
+        if not every:
             continue
         counted = [r for r in mine if r.infrastructure_error is None]
         rows.append(
@@ -390,6 +417,7 @@ def summarize(results: Sequence[CycleResult], tracker: FrontierTracker) -> list[
                 "attempts": (sum(r.attempts for r in counted) / len(counted)) if counted else 0.0,
                 "tier": tracker.difficulty_tier(cluster),
                 "infra_errors": len(mine) - len(counted),
+                "skipped": len(every) - len(mine),
             }
         )
     return rows

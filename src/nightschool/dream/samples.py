@@ -141,8 +141,9 @@ class Sampler:
 
         Returns:
             What was drawn; `skipped` says why nothing was (one sample per
-            cycle, a cycle that ended on a fault, a challenge not from the
-            template bank, or one that no longer renders to the same hash).
+            cycle, a cycle that ended on a fault or was not attempted, a
+            challenge not from the template bank, or one that no longer
+            renders to the same hash).
 
         Raises:
             InfrastructureError: the model or sandbox failed during a sample;
@@ -156,6 +157,8 @@ class Sampler:
         first = self.store.get_trajectory(cycle.trajectory_id)
         if cycle.infrastructure_error is not None:
             skipped = "the cycle ended on a fault"
+        elif cycle.skipped is not None:
+            skipped = "the cycle was not attempted (router: stop)"
         elif cycle.source != "template":
             skipped = f"a {cycle.source} challenge is not re-rendered"
         elif first is None:
