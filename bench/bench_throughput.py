@@ -1,6 +1,6 @@
 """Throughput of the embedded model: the hardware ceiling, ours beside it, dream cycles old vs new.
 
-Three parts, printed side by side in one run (`--parts`, default all three):
+Four parts, printed side by side in one run (`--parts`, default all three):
 
 - **ceiling**: this machine's memory bandwidth (numpy sums over a 1 GiB array
   on 1 and 2 threads) and llama.cpp's own decode through its low-level calls
@@ -11,6 +11,9 @@ Three parts, printed side by side in one run (`--parts`, default all three):
   sampler, Python loop), KV reuse off, at 1 and 2 threads and the automatic
   choice: prompt tokens/s (max_tokens=1) and generation tokens/s (the extra
   tokens of a 200-token reply over its extra time); ours / ceiling.
+- **spec**: prompt-lookup drafting (`LlamaPromptLookupDecoding`) on and off
+  for a first attempt and a repair that quotes the failing program: speed,
+  tokens per decode, whether the greedy reply is the same, and memory.
 - **dream**: `--cycles` self-play cycles per arm through the real dream loop
   (`open_practice`: solver, bubblewrap sandbox, SQLite in a temporary home,
   the same `--seed`), each arm in its own process:
@@ -22,7 +25,7 @@ Three parts, printed side by side in one run (`--parts`, default all three):
   of prefix reuse (`nightschool.llm._prefix`).
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
-[--seed 7] [--cluster python_general] [--verify-k 0] [--parts ceiling,ours,dream] [--out F]`.
+[--seed 7] [--cluster python_general] [--verify-k 0] [--parts ceiling,ours,spec,dream] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -136,6 +139,116 @@ def ours(model: str) -> dict[str, Any]:
             "threads": chosen.threads if chosen else None,
             "reason": chosen.reason if chosen else "",
         }
+    return out
+
+
+FAILING = """from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    quantity: int
+    unit_price: float
+
+
+class Inventory:
+    def __init__(self) -> None:
+        self.items: dict[str, Item] = {}
+
+    def add(self, item: Item) -> None:
+        if item.quantity < 0:
+            raise ValueError("negative quantity")
+        self.items[item.name] = item
+
+    def remove(self, name: str, quantity: int) -> None:
+        if quantity < 0:
+            raise ValueError("negative quantity")
+        self.items[name].quantity -= quantity
+
+    def total_value(self) -> float:
+        return sum(i.quantity * i.unit_price for i in self.items.values())
+
+    def low_stock(self, threshold: int) -> list[str]:
+        return [i.name for i in self.items.values() if i.quantity < threshold]
+"""
+
+
+def speculative(model: str, threads: int) -> dict[str, Any]:
+    """Prompt-lookup drafting (llama-cpp-python's `LlamaPromptLookupDecoding`) on and off.
+
+    Two call kinds the solver makes: a first attempt (the task alone) and a
+    repair (`retry_prompt`: the task, the failing program, the checker's
+    message). Greedy, 320 tokens at most, KV reuse off, fixed threads. The
+    draft needs `logits_all`, so llama-cpp-python keeps n_ctx x vocabulary
+    float32 scores; the resident-memory growth is printed beside the speed.
+    """
+    import resource
+
+    import llama_cpp
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    from nightschool.config import Settings
+    from nightschool.llm.catalog import lookup_model, resolve_model_file
+    from nightschool.solver import SYSTEM_PROMPT
+    from nightschool.solver.attempts import retry_prompt
+
+    entry = lookup_model(model)
+    path = resolve_model_file(entry, Settings().models_dir())
+    task = PROMPT_TEXT + " Write it to inventory.py."
+    calls = {
+        "first attempt": task,
+        "repair": retry_prompt(
+            task,
+            "inventory.py",
+            failed_code=FAILING,
+            checker="KeyError not raised: remove('pear', 1) on an unknown name\n"
+            "low_stock(5) returned ['b', 'a'], expected ['a', 'b']",
+        ),
+    }
+    out: dict[str, Any] = {}
+    for draft in (False, True):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        llama = llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=entry.n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10) if draft else None,
+            # 0.3.36 sizes its score buffer by this flag, not by the draft's need (a
+            # draft without it overflows the buffer past 512 tokens): pass it.
+            logits_all=draft,
+            verbose=False,
+        )
+        decodes = 0
+        eval_tokens = llama.eval
+
+        def counting(tokens: Any, _eval: Any = eval_tokens) -> None:
+            nonlocal decodes
+            decodes += 1
+            _eval(tokens)
+
+        llama.eval = counting  # type: ignore[method-assign]
+        for kind, text in calls.items():
+            messages = [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": text},
+            ]
+            llama.reset()
+            decodes = 0
+            start = time.perf_counter()
+            reply = llama.create_chat_completion(messages=messages, temperature=0, max_tokens=320)
+            seconds = time.perf_counter() - start
+            usage = reply["usage"]
+            out.setdefault(kind, {})["draft" if draft else "plain"] = {
+                "seconds": seconds,
+                "tokens_out": usage["completion_tokens"],
+                "tokens_per_decode": usage["completion_tokens"] / max(1, decodes - 1),
+                "text": reply["choices"][0]["message"]["content"],
+            }
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        out.setdefault("rss_growth_mb", {})["draft" if draft else "plain"] = grown / 1024
+        llama.close()
     return out
 
 
@@ -263,6 +376,20 @@ def show(report: dict[str, Any]) -> None:
             ratio = f"{row['gen_tps'] / ref['gen_tps']:.0%}" if ref else "-"
             print(f"{label:>8} {row['prompt_tps']:>11.1f} {row['gen_tps']:>8.2f} {ratio:>10}  "
                   f"{row['reason']}")  # fmt: skip
+    if "spec" in report:
+        sp = report["spec"]
+        print("\nprompt-lookup drafting (greedy, KV reuse off): seconds, tokens, tokens per decode")
+        for kind in ("first attempt", "repair"):
+            plain, draft = sp[kind]["plain"], sp[kind]["draft"]
+            same = "same reply" if plain["text"] == draft["text"] else "DIFFERENT reply"
+            print(f"{kind:>14}: plain {plain['seconds']:6.1f} s {plain['tokens_out']:4} tok; "
+                  f"draft {draft['seconds']:6.1f} s {draft['tokens_out']:4} tok "
+                  f"({draft['tokens_per_decode']:.2f}/decode); "
+                  f"{plain['seconds'] / draft['seconds']:.2f}x; {same}")  # fmt: skip
+        rss = sp["rss_growth_mb"]
+        print(
+            f"peak resident memory growth: plain {rss['plain']:.0f} MB, draft {rss['draft']:.0f} MB"
+        )
     if "dream" in report:
         d = report["dream"]
         n = len(d["old"]["cycles"])
@@ -289,7 +416,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cluster", default="python_general", help="'' lets the frontier choose")
     parser.add_argument("--verify-k", type=int, default=0)
-    parser.add_argument("--parts", default="ceiling,ours,dream")
+    parser.add_argument("--parts", default="ceiling,ours,spec,dream")
+    parser.add_argument("--spec-threads", type=int, default=2)
     parser.add_argument("--old-ref", default=OLD_REF)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-arm", action="store_true", help=argparse.SUPPRESS)
@@ -304,6 +432,8 @@ def main() -> None:
         report["ceiling"] = ceiling(args.model)
     if "ours" in parts:
         report["ours"] = ours(args.model)
+    if "spec" in parts:
+        report["spec"] = speculative(args.model, args.spec_threads)
     if "dream" in parts:
         report["dream"] = dream(args)
     show(report)
