@@ -159,6 +159,57 @@ def test_verifier_promotes_only_a_candidate_that_wins_its_pairs(
     assert dict(kinds) == {"verification": 14}
 
 
+def test_a_later_run_reuses_stored_control_results_with_the_same_key(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    calls: list[bool] = []  # per model call: was a worked example shown (candidate arm)?
+
+    def counting(messages: Sequence[Message]) -> str:
+        calls.append("WORKED EXAMPLES" in messages[0]["content"])
+        return learner(rendered).complete(messages).text
+
+    section = (
+        f"### WORKED EXAMPLES\n```python\n{render(TEMPLATE, 'starter', 3).reference_solution}\n```"
+    )
+    first = PairedVerifier(Solver(ScriptedModel(counting), Sandbox()), store=store, k=6)
+    earlier = first.compare(TEMPLATE, "starter", skills=[section])
+    assert earlier.helps
+    assert calls.count(False) == 6 and calls.count(True) == 6
+    keys = store.query(
+        "SELECT json_extract(record, '$.extra.control_key') FROM trajectories "
+        "WHERE json_extract(record, '$.extra.verification_arm') = 'control'"
+    )
+    assert len({row[0] for row in keys}) == 6 and all(row[0] for row in keys)
+
+    calls.clear()  # a new run (a new verifier) on the same store: the controls are read back
+    again = PairedVerifier(Solver(ScriptedModel(counting), Sandbox()), store=store, k=6)
+    outcome = again.compare(TEMPLATE, "starter", skills=[section])
+    assert outcome.helps and outcome.without == earlier.without
+    assert calls.count(False) == 0 and calls.count(True) == 6
+
+    calls.clear()  # other solver settings make other controls: solved anew
+    other = Solver(ScriptedModel(counting), Sandbox(), SolverConfig(max_tokens=400))
+    PairedVerifier(other, store=store, k=6).compare(TEMPLATE, "starter", skills=[section])
+    assert calls.count(False) == 6
+
+
+def test_stored_failing_controls_let_a_useless_candidate_stop_before_any_solve(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    def solve_all(messages: Sequence[Message]) -> str:
+        challenge = asked(rendered, messages)
+        assert challenge is not None
+        return f"```python\n{challenge.reference_solution}\n```"
+
+    solver = Solver(ScriptedModel(solve_all), Sandbox(), SolverConfig(max_attempts=1))
+    PairedVerifier(solver, store=store, k=6).compare(TEMPLATE, "starter", skills=["(a)"])
+    before = store.query("SELECT COUNT(*) FROM trajectories")[0][0]
+    # every control passed before: no candidate can win 5 of 6, so nothing is solved
+    outcome = PairedVerifier(solver, store=store, k=6).compare(TEMPLATE, "starter", skills=["(b)"])
+    assert not outcome.helps and outcome.curtailed == 6 and not outcome.with_candidate
+    assert store.query("SELECT COUNT(*) FROM trajectories")[0][0] == before
+
+
 def test_verifier_skips_the_candidate_once_passing_controls_rule_out_promotion(
     store: Store, rendered: dict[str, Challenge]
 ) -> None:

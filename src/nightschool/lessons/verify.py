@@ -9,9 +9,14 @@ gate promotes. This replaces the prior system's single noisy re-run of the
 same challenge without a control arm (seed 000 `_verify_lesson_helpful`),
 which could not tell a helpful lesson from sampling luck.
 
-Cost, in model calls: at most `k` for the control arm (cached per template,
-tier and seed, so later candidates of the same template reuse it) plus at most
-`k` for the candidate arm; each arm solves with a single attempt (pass@1).
+Cost, in model calls: at most `k` for the control arm plus at most `k` for the
+candidate arm; each arm solves with a single attempt (pass@1). The control
+arm's result on a rendering does not depend on the candidate, so it is solved
+once and reused by every later comparison on that rendering: within a run
+(cached per template, tier and seed) and across runs (read back from the
+store's control trajectories whose `control_key` matches: the same model,
+solver settings, system prompt and rendering, `control_key`). Reused controls
+also let curtailment stop earlier, before any solve.
 
 Curtailment: before each solve the verifier asks the gate whether it could
 still promote if every unknown outcome went the candidate's way (an unsolved
@@ -25,6 +30,8 @@ dream cycle's lesson verification took 12 solves (about 6.5 minutes) before.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -36,9 +43,9 @@ from nightschool.errors import ChallengeFaultError
 from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 from nightschool.lessons._task_key import prompt_sha
 from nightschool.playbook import RetrievedLesson
-from nightschool.solver.core import Solver, SolveResult
+from nightschool.solver.core import SYSTEM_PROMPT, Solver, SolveResult
 from nightschool.store import Store
-from nightschool.trajectory import Trajectory
+from nightschool.trajectory import Outcome, Trajectory
 
 VERIFY_SEED_BASE = 500_000_000
 """Verification renders seeds from here up; the dream renders seeds below 1,000,000
@@ -173,6 +180,7 @@ class PairedVerifier:
         self.gate = gate or GateConfig()
         self.session_id = session_id
         self._control: dict[tuple[str, str, int], tuple[bool, int, str]] = {}
+        self._stored: dict[str, dict[str, tuple[bool, int, str]]] = {}  # cluster -> key -> result
 
     def seeds(
         self, template: str, tier: str, exclude_hash: str = "", exclude_prompt: str = ""
@@ -231,6 +239,7 @@ class PairedVerifier:
         notify = on_event or (lambda _msg: None)
         started = time.perf_counter()
         renderings = self.seeds(template, tier, exclude_hash, exclude_prompt)
+        self._reuse_stored_controls(template, tier, renderings)
         with_arm: dict[int, bool] = {}
         control: dict[int, bool] = {}
         pairs: list[PairedResult] = []
@@ -316,6 +325,47 @@ class PairedVerifier:
             )
         return bool(best) and promotion_gate(best, self.gate).promote
 
+    def control_key(self, challenge: Challenge) -> str:
+        """What a control result depends on: model, solver settings, system prompt, rendering.
+
+        Returns:
+            16 hex digits of a SHA-256 over them; two runs that agree on it
+            would solve the rendering the same way, so one's result serves both.
+        """
+        basis = {
+            "model": getattr(self.solver.model, "name", type(self.solver.model).__name__),
+            "solver": self.solver.config.model_dump(mode="json"),
+            "system": SYSTEM_PROMPT,
+            "challenge": challenge.challenge_hash,
+        }
+        return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _reuse_stored_controls(
+        self, template: str, tier: str, renderings: Sequence[tuple[int, Challenge]]
+    ) -> None:
+        """Fill the control cache from earlier runs' control trajectories with the same key."""
+        if self.store is None or not renderings:
+            return
+        cluster = renderings[0][1].cluster
+        if cluster not in self._stored:
+            found: dict[str, tuple[bool, int, str]] = {}
+            for trajectory in self.store.iter_trajectories(
+                task_kind="verification", cluster=cluster
+            ):
+                extra = trajectory.extra
+                key = extra.get("control_key")
+                if extra.get("verification_arm") != "control" or not key:
+                    continue
+                if trajectory.infrastructure_error is not None:
+                    continue
+                tokens = trajectory.tokens_in + trajectory.tokens_out
+                found[key] = (trajectory.outcome == Outcome.PASSED, tokens, trajectory.id)
+            self._stored[cluster] = found
+        for seed, challenge in renderings:
+            stored = self._stored[cluster].get(self.control_key(challenge))
+            if stored is not None:
+                self._control.setdefault((template, tier, seed), stored)
+
     def _control_run(
         self, template: str, tier: str, seed: int, challenge: Challenge
     ) -> tuple[bool, int]:
@@ -327,19 +377,19 @@ class PairedVerifier:
             )
             if result.infrastructure_error is not None:
                 raise result.infrastructure_error
-            self._record(result.trajectory, arm="control", seed=seed)
+            self._record(
+                result.trajectory, arm="control", seed=seed, key=self.control_key(challenge)
+            )
             tokens = result.trajectory.tokens_in + result.trajectory.tokens_out
             self._control[key] = (result.passed, tokens, result.trajectory.id)
         passed, tokens, _ = self._control[key]
         return passed, tokens
 
-    def _record(self, trajectory: Trajectory, *, arm: str, seed: int) -> None:
+    def _record(self, trajectory: Trajectory, *, arm: str, seed: int, key: str = "") -> None:
         if self.store is None:
             return
-        marked = trajectory.model_copy(
-            update={
-                "task_kind": "verification",
-                "extra": {**trajectory.extra, "verification_arm": arm, "seed": seed},
-            }
-        )
+        extra = {**trajectory.extra, "verification_arm": arm, "seed": seed}
+        if key:
+            extra["control_key"] = key
+        marked = trajectory.model_copy(update={"task_kind": "verification", "extra": extra})
         self.store.append_trajectory(marked)
