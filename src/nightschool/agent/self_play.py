@@ -13,7 +13,10 @@ Issue 10's manual triggers, for a user who asks the agent to practise:
   cool-off between cycles, verification on). Every model call goes through a
   `PreemptibleModel`, so the next user message (a new `Foreground` turn, in
   any session: the model is one) stops the loop at once, as does
-  `stop_self_play` or `max_cycles`. One loop at a time per process.
+  `stop_self_play` or `max_cycles`. One loop at a time per process. The run
+  records when it gave way to that message and how long after the message's
+  turn started (`LoopRun.preempt_delay_s`, shown by `GET /admin/self-play`
+  and logged): the measure of issue 29's "pre-empted within 1 s".
 - `stop_self_play` stops the loop and reports what it did.
 
 A model or sandbox fault inside `self_play` raises (`InfrastructureError`), as
@@ -27,14 +30,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
 from nightschool.errors import InfrastructureError
-from nightschool.llm import ChatModel
+from nightschool.llm import ChatModel, Completion, Message, ToolSpec
 from nightschool.llm.preempt import Foreground, Preempted, PreemptibleModel
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
@@ -87,6 +90,15 @@ class LoopRun:
         passed: cycles whose solution passed.
         started_at, stopped_at: epoch seconds (stopped_at None while it runs).
         stop_reason: why it stopped, None while it runs.
+        running_at: epoch seconds when it began practising (None while waiting).
+        gave_way_at: epoch seconds when it gave way to the user's next turn:
+            a model call stopped (an embedded decode aborts mid-reply), its
+            cool-off woke, or it stopped between steps; None if no user turn
+            stopped it.
+        gave_way_in: where it was then: `model call` (one in progress),
+            `before a model call`, `cool-off` or `between steps`.
+        turn_started_at: epoch seconds when that user turn started (the first
+            turn after `turn_mark`), None if not known.
     """
 
     number: int
@@ -98,8 +110,19 @@ class LoopRun:
     started_at: float = field(default_factory=time.time)
     stopped_at: float | None = None
     stop_reason: str | None = None
+    running_at: float | None = None
+    gave_way_at: float | None = None
+    gave_way_in: str | None = None
+    turn_started_at: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+
+    @property
+    def preempt_delay_s(self) -> float | None:
+        """Seconds from the user turn's start to the loop giving way; None if not both known."""
+        if self.gave_way_at is None or self.turn_started_at is None:
+            return None
+        return self.gave_way_at - self.turn_started_at
 
     def summary(self) -> str:
         """A few lines: how many cycles, how many passed, why it stopped, the last cycles."""
@@ -120,6 +143,11 @@ class LoopRun:
             "started_at": self.started_at,
             "stopped_at": self.stopped_at,
             "stop_reason": self.stop_reason,
+            "running_at": self.running_at,
+            "gave_way_at": self.gave_way_at,
+            "gave_way_in": self.gave_way_in,
+            "turn_started_at": self.turn_started_at,
+            "preempt_delay_s": self.preempt_delay_s,
             "recent": self.cycles[-5:],
         }
 
@@ -324,13 +352,31 @@ class SelfPlayTools:
         """A newer user turn started, the process is closing, or the loop was told to stop."""
         return run.stop.is_set() or self.foreground.closed or self.foreground.turns > run.turn_mark
 
+    def _gave_way(self, run: LoopRun, where: str) -> None:
+        """Note that `run` gives way now, if a user turn is why; only the first time counts."""
+        if run.gave_way_at is not None or self.foreground.turns <= run.turn_mark:
+            return
+        run.gave_way_at = time.time()  # the clock of `Foreground` as the server builds it
+        run.gave_way_in = where
+        run.turn_started_at = self.foreground.started_at(run.turn_mark + 1)
+        delay = run.preempt_delay_s
+        logger.info(
+            "background self-play run %d gave way to a user turn %s after it started (%s)",
+            run.number,
+            "?" if delay is None else f"{delay:.3f} s",
+            where,
+        )
+
     def _sleep(self, run: LoopRun, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             if self._superseded(run):
-                return True
+                break
             run.stop.wait(min(left, POLL_S))
-        return self._superseded(run)
+        if self._superseded(run):
+            self._gave_way(run, "cool-off")
+            return True
+        return False
 
     def _loop(self, run: LoopRun) -> None:
         reason = "finished"
@@ -342,10 +388,14 @@ class SelfPlayTools:
                 if self.foreground.closed:
                     reason = "shutting down before it started"
                 return
+            run.running_at = time.time()
             run.state = "running"
             # a newer turn that already ended (a refused request) stops it too
-            model = PreemptibleModel(
-                self.model, self.foreground, stop=lambda: self._superseded(run)
+            model = _LoopModel(
+                self.model,
+                self.foreground,
+                stop=lambda: self._superseded(run),
+                gave_way=lambda where: self._gave_way(run, where),
             )
             with self._practice(model, verify_k=self.verify_k) as practice:
 
@@ -365,7 +415,9 @@ class SelfPlayTools:
                 reason = f"ran its {run.max_cycles} cycle(s)"
             elif self.foreground.turns > run.turn_mark:
                 reason = "the user's next message arrived"
+                self._gave_way(run, "between steps")
         except Preempted:  # `_stop` already named the reason when it was told to stop
+            self._gave_way(run, "between steps")  # unless a model call already noted it
             reason = "stopped (the cycle in progress was dropped)"
             if self.foreground.closed:
                 reason = "shutting down (the cycle in progress was dropped)"
@@ -383,6 +435,56 @@ class SelfPlayTools:
             run.state = "stopped"
             run.stopped_at = time.time()
             logger.info("background self-play run %d: %s", run.number, run.summary())
+
+
+class _LoopModel(PreemptibleModel):
+    """The background loop's `PreemptibleModel`, telling `gave_way(where)` when a call gives way.
+
+    `where` is `before a model call` (a user turn was already in flight: no
+    call was made) or `model call` (the call was in progress: an embedded
+    decode aborted, or the reply was dropped); called the moment the call
+    raises `Preempted`, before the unwinding through the cycle's code.
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        foreground: Foreground,
+        *,
+        stop: Callable[[], bool],
+        gave_way: Callable[[str], None],
+    ) -> None:
+        super().__init__(inner, foreground, stop=stop)
+        self._on_gave_way = gave_way
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        grammar: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> Completion:
+        """`PreemptibleModel.complete`, noting the moment it gives way.
+
+        Raises:
+            Preempted, ModelUnavailableError, ModelResponseError: as `PreemptibleModel`.
+        """
+        already = self._yielding()
+        try:
+            return super().complete(
+                messages,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                grammar=grammar,
+                tools=tools,
+            )
+        except Preempted:
+            self._on_gave_way("before a model call" if already else "model call")
+            raise
 
 
 def _parse_cap(value: Any) -> int | str | None:

@@ -26,10 +26,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from nightschool.llm._protocol import ChatModel, Completion, Message, ToolSpec, accepts_abort
+
+REMEMBERED_STARTS = 256
+"""Start times of the latest user turns `Foreground.started_at` can answer for."""
 
 
 class Preempted(BaseException):
@@ -53,6 +57,7 @@ class Foreground:
         """Background calls stopped by a user turn since start."""
         self.turns = 0
         """User turns started since start (a later value means a newer turn began)."""
+        self._starts: deque[float] = deque(maxlen=REMEMBERED_STARTS)
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
@@ -61,6 +66,7 @@ class Foreground:
             self._active += 1
             self.turns += 1
             self._last = self._clock()
+            self._starts.append(self._last)
             self._cond.notify_all()
         try:
             yield
@@ -85,6 +91,16 @@ class Foreground:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+
+    def started_at(self, turn: int) -> float | None:
+        """Epoch seconds when turn number `turn` (1: the first, as counted by `turns`) started.
+
+        None when it has not started yet or is older than the latest
+        `REMEMBERED_STARTS` turns.
+        """
+        with self._cond:
+            index = turn - (self.turns - len(self._starts)) - 1
+            return self._starts[index] if 0 <= index < len(self._starts) else None
 
     def last_seen(self) -> float | None:
         """Epoch seconds of the latest turn start or end in this process; None if none."""
