@@ -233,6 +233,8 @@ class DreamLoop:
             challenge = self.next_challenge(pick)
         bank = challenge.source == "template"
         notify(f"{challenge.template} · {challenge.tier}")
+        # function-local: start-up time (lessons.skills loads the playbook and numpy, ~300 ms;
+        # exports and prompts import this module for DREAM_SEED_LIMIT)
         from nightschool.lessons.skills import recall
 
         memory = self.solver.playbook
@@ -338,6 +340,7 @@ class DreamLoop:
         seeds from) keeps it unverified; it is recalled only for its own
         challenge, as every skill is only for its own template.
         """
+        # function-local: start-up time (see run_cycle)
         from nightschool.lessons.skills import learn_skill, passing_code, verify_skill
 
         memory = self.solver.playbook

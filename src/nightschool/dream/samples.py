@@ -40,6 +40,7 @@ from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.parallel import Backend, LocalResources, Resources, derive_id
 from nightschool.solver.attempts import attempt_temperature
 from nightschool.solver.core import Solver
+from nightschool.solver.episodes import SolveJob, solve_once
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
@@ -216,8 +217,6 @@ class Sampler:
         notify: Callable[[str], None],
     ) -> SampleSet:
         """`sample` with the solves on `backend`, stored here in sample order (idempotently)."""
-        from nightschool.solver.episodes import SolveJob, solve_once
-
         resources = self.resources or LocalResources(self.solver.model, self.solver.sandbox)
 
         def jobs() -> Iterator[SolveJob]:

@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nightschool.challenges import CLUSTERS, Challenge
+from nightschool.challenges.generated import ChallengeBank, ChallengeGenerator, GenerationRequest
+from nightschool.challenges.journal import brief_for, find_candidates, unsafe_reason
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.llm import ChatModel
 from nightschool.sandbox import Sandbox
@@ -88,8 +90,6 @@ class CurriculumSources:
         rng: random.Random,
         generator_attempts: int = 3,
     ) -> None:
-        from nightschool.challenges.generated import ChallengeBank, ChallengeGenerator
-
         self.store = store
         self.model = model
         self.rng = rng
@@ -148,9 +148,6 @@ class CurriculumSources:
         return self._generate(pick, notify)
 
     def _journal(self, pick: SeedPick, notify: Callable[[str], None]) -> Sourced | None:
-        from nightschool.challenges.generated import GenerationRequest
-        from nightschool.challenges.journal import brief_for, find_candidates, unsafe_reason
-
         for candidate in find_candidates(self.store, limit=5):
             cluster = candidate.cluster_hint or pick.cluster
             tier = pick.tier if cluster == pick.cluster else "starter"
@@ -185,8 +182,6 @@ class CurriculumSources:
         return None
 
     def _generate(self, pick: SeedPick, notify: Callable[[str], None]) -> Sourced:
-        from nightschool.challenges.generated import GenerationRequest
-
         made = Counter(
             row[0] for row in self.store.query("SELECT cluster FROM generated_challenges")
         )

@@ -305,7 +305,7 @@ def train_chat_router(
         NotEnoughDataError: fewer than `min_pairs` pairs.
         ValueError: `vectors` does not match `pairs`.
     """
-    from sklearn.model_selection import KFold
+    from sklearn.model_selection import KFold  # function-local: start-up time (sklearn, ~1.2 s)
 
     cfg = config or ChatRouterConfig()
     _require(pairs, cfg)

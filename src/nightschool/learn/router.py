@@ -31,6 +31,7 @@ simple baseline this mirrors.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -188,6 +189,7 @@ def _first_passed(t: Trajectory) -> bool:
 
 
 def _fit(x: np.ndarray, y: np.ndarray, c: float) -> _Logit:
+    # function-local: start-up time (sklearn, ~1.2 s), as in train_router
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -237,7 +239,7 @@ def train_router(
         NotEnoughDataError: fewer than `min_trajectories` full-budget episodes,
             or one outcome only.
     """
-    from sklearn.model_selection import GroupKFold
+    from sklearn.model_selection import GroupKFold  # function-local: start-up time (sklearn)
 
     cfg = config or RouterConfig()
     full, single = _episodes(trajectories, cfg.full_budget)
@@ -312,8 +314,6 @@ def load_router(path: Path) -> RouterParams:
         CheckpointError: missing, unreadable, another schema or features, or
             non-finite numbers.
     """
-    import json
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:

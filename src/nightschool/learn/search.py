@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from nightschool.errors import UserError
 from nightschool.learn._checkpoint import LivePrm, PrmParams
 from nightschool.learn.steps import step_states
 from nightschool.solver.repair import ROOT
@@ -54,8 +55,6 @@ def check_search(search: str) -> None:
         UserError: `search` is unknown (exit code 2).
     """
     if search not in POLICIES:
-        from nightschool.errors import UserError
-
         raise UserError(f"unknown search {search!r}; use one of {', '.join(POLICIES)}")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Protocol, TypeVar, runtime_checkable
 
 from nightschool.errors import UserError
+from nightschool.parallel._ray import RayBackend
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -119,8 +120,6 @@ def make_backend(
             raise UserError("--ray-address needs --backend ray")
         return LocalBackend()
     if kind == "ray":
-        from nightschool.parallel._ray import RayBackend
-
         return RayBackend(workers=workers, address=address, local_only=local_only)
     raise UserError(f"--backend must be one of {', '.join(BACKENDS)}, not {kind!r}")
 

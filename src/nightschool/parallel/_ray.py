@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nightschool.errors import InfrastructureError, UserError
+from nightschool.privacy import no_external_network
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -92,8 +93,6 @@ def run_episode(fn: Callable[[C, T], R], context: C, item: T, local_only: bool) 
     """
     try:
         if local_only:
-            from nightschool.privacy import no_external_network
-
             with no_external_network():
                 return fn(context, item)
         return fn(context, item)

@@ -90,6 +90,7 @@ class SettingsResources:
         key = ("model", self.settings.model_dump_json())
         with _cache_lock:
             if key not in _cache:
+                # function-local: start-up time (nightschool.llm, ~400 ms; built once per worker)
                 from nightschool.llm import make_model
 
                 _cache[key] = make_model(self.settings)
@@ -101,7 +102,7 @@ class SettingsResources:
         key = ("sandbox", self.sandbox_config.model_dump_json())
         with _cache_lock:
             if key not in _cache:
-                from nightschool.sandbox import Sandbox
+                from nightschool.sandbox import Sandbox  # function-local: start-up time
 
                 _cache[key] = Sandbox(self.sandbox_config)
             sandbox: Sandbox = _cache[key]

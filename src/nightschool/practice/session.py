@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING
 
 from nightschool.dream.frontier import FrontierTracker, adaptive_cooldown
 from nightschool.dream.loop import CycleResult, DreamLoop
+from nightschool.dream.sources import CurriculumSources
+from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel
+from nightschool.prompts.live import with_live_prompt
 from nightschool.sandbox import Sandbox
 from nightschool.solver.core import Solver, SolverConfig
 from nightschool.store import Store
@@ -107,6 +110,8 @@ def open_practice(
     Raises:
         UserError: an unknown `search` or `frontier`.
     """
+    # function-local: start-up time (learn, lessons and strategies load the gate's scipy and
+    # the playbook's numpy, ~1.5 s; `nightschool serve` imports this module while it starts)
     from nightschool.learn.frontier import check_picker
     from nightschool.learn.search import check_search
     from nightschool.lessons.extraction import LessonExtractor
@@ -116,12 +121,12 @@ def open_practice(
     check_search(search)
     policy = budget_router = None
     if home is not None:
-        from nightschool.learn import solver_hooks
+        from nightschool.learn import solver_hooks  # function-local: start-up time
 
         policy, budget_router = solver_hooks(home, search=search, router=router)
     owned = None
     if playbook is None and (lessons or skills):
-        from nightschool.playbook import SkillMemory
+        from nightschool.playbook import SkillMemory  # function-local: start-up time
 
         playbook = owned = SkillMemory(store)
     try:
@@ -144,19 +149,16 @@ def open_practice(
         rng = random.Random(seed) if seed is not None else random.Random()
         sources = None
         if curriculum:
-            from nightschool.dream.sources import CurriculumSources
-
             sources = CurriculumSources(store, model, sandbox, rng=rng)
         cycle_solver = solver
         if champion:
+            # function-local: start-up time
             from nightschool.strategies.champion_solver import ChampionSolver
 
             cycle_solver = ChampionSolver(solver, store)
         # cycles use the prompt registry's live solver prompt (built-in when none)
-        from nightschool.prompts.live import with_live_prompt
-
         cycle_solver = with_live_prompt(cycle_solver, store)
-        from nightschool.learn.frontier import make_tracker
+        from nightschool.learn.frontier import make_tracker  # function-local: start-up time
 
         tracker = make_tracker(store, frontier, home)
         loop = DreamLoop(
@@ -187,8 +189,7 @@ def consolidate(practice: Practice, *, limit: int = CONSOLIDATE_REFLECTIONS) -> 
     """
     if practice.playbook is None or limit <= 0:
         return 0
-    from nightschool.lessons.reflection import Reflector
-    from nightschool.lessons.sink import PlaybookSink
+    from nightschool.lessons.sink import PlaybookSink  # function-local: start-up time (playbook)
 
     reflector = Reflector(practice.loop.store, practice.model, sink=PlaybookSink(practice.playbook))
     return reflector.run(limit).reflected

@@ -35,14 +35,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gepa.api import optimize
+from gepa.core.result import GEPAResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from nightschool.challenges import CLUSTERS, TIERS, render, templates
@@ -240,8 +244,6 @@ def draw_train_tier(config: OptimiseConfig, exclude_templates: frozenset[str]) -
     Raises:
         UserError: no template is left after `exclude_templates`.
     """
-    import random
-
     rng = random.Random(f"prompts-train:{config.seed}")
     names = sorted(t.name for t in templates() if t.name not in exclude_templates)
     if not names:
@@ -351,9 +353,6 @@ def optimise_prompt(
         InfrastructureError: the model or the sandbox failed (nothing registered).
         StalePromptError: the live prompt changed while the run ran (nothing registered).
     """
-    from gepa.api import optimize
-    from gepa.core.result import GEPAResult
-
     config = config or OptimiseConfig()
     config.check()
     slot = registry.check_slot(config.slot)
@@ -485,8 +484,6 @@ def optimise_prompt(
 
 def write_report(directory: Path, result: OptimiseResult) -> Path:
     """Write `result` as `report.json` into `directory` (created); returns its path."""
-    import json
-
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.json"
     path.write_text(json.dumps(result.to_json(), indent=1, default=str), encoding="utf-8")

@@ -36,6 +36,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from nightschool.errors import NightschoolError, UserError
+from nightschool.lessons.reflection import REFLECTION_SYSTEM_PROMPT
+from nightschool.solver.core import SYSTEM_PROMPT
 from nightschool.store.registry import AppendOnlyRegistry, Kind, live_id
 
 if TYPE_CHECKING:
@@ -110,13 +112,10 @@ def default_prompt(slot: str) -> str:
     """
     name = check_slot(slot)
     if name == "solver":
-        from nightschool.solver.core import SYSTEM_PROMPT
-
         return SYSTEM_PROMPT
     if name == "reflection":
-        from nightschool.lessons.reflection import REFLECTION_SYSTEM_PROMPT
-
         return REFLECTION_SYSTEM_PROMPT
+    # function-local: start-up time (the agent package, ~2 s; only the planning slot needs it)
     from nightschool.agent.loop import SYSTEM_PROMPT as PLANNING_PROMPT
 
     return PLANNING_PROMPT

@@ -25,6 +25,8 @@ network namespace covers all of those.
 from __future__ import annotations
 
 import errno
+import importlib.machinery
+import importlib.util
 import ipaddress
 import os
 import socket
@@ -176,9 +178,6 @@ def child_error(message: str) -> PermissionError:
 
 def _run_shadowed_sitecustomize() -> None:
     """Execute the `sitecustomize` module that this one hides on `sys.path`, if any."""
-    import importlib.machinery
-    import importlib.util
-
     here = bootstrap_dir()
     rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
