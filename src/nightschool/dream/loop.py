@@ -9,8 +9,11 @@ as `verified` only when a controlled comparison through the promotion gate
 says it helps (`nightschool.lessons.verify`).
 
 Interrupt safety: nothing is written until the solve finishes, and the two
-writes share one transaction, so Ctrl-C leaves the interrupted cycle out
-entirely. Infrastructure faults are stored as `unknown` trajectories with the
+writes share one transaction, so an interrupt during the solve leaves the
+cycle out entirely. A user turn (`Preempted`) after that write, in the
+follow-up (keeping a skill, extracting a lesson), leaves the cycle stored with
+its real verdict: `CycleCutShort` carries it to the caller, which counts it.
+Infrastructure faults are stored as `unknown` trajectories with the
 fault named and no frontier run, then raised so the caller can stop.
 """
 
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.errors import ChallengeFaultError, UserError
+from nightschool.llm.preempt import Preempted
 from nightschool.solver.core import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Outcome, new_id
@@ -85,6 +89,10 @@ class CycleResult:
             cycle is stored as an `unknown` trajectory (`extra["skipped"]`)
             with no frontier run, exposure, skill or lesson; it is neither a
             pass nor a failure of the agent.
+        cut_short: the follow-up a user turn stopped after the trajectory was
+            stored (`keeping the skill` or `lesson extraction`), else None. The
+            verdict stands; idle time verifies the skill and reflects on the
+            failure later.
     """
 
     cluster: str
@@ -103,6 +111,25 @@ class CycleResult:
     skill: SkillOutcome | None = None
     source: str = "template"
     skipped: str | None = None
+    cut_short: str | None = None
+
+
+class CycleCutShort(Preempted):
+    """A user turn stopped a cycle after its trajectory and frontier run were stored.
+
+    The solve had finished, so the stored verdict is real and the cycle counts
+    as run: `cycle` is its result (`cycle.cut_short` names the follow-up that
+    was stopped). A `Preempted` before that write is raised as it is, and
+    nothing of the cycle is stored.
+    """
+
+    def __init__(self, cycle: CycleResult) -> None:
+        verdict = "passed" if cycle.passed else "failed"
+        super().__init__(
+            f"after its {verdict} trajectory {cycle.trajectory_id[:12]} was stored, "
+            f"during {cycle.cut_short}"
+        )
+        self.cycle = cycle
 
 
 def not_attempted(result: SolveResult) -> str | None:
@@ -218,6 +245,9 @@ class DreamLoop:
             UserError: bad cluster or tier.
             InfrastructureError: the model server or sandbox failed; the
                 trajectory was stored as `unknown` before raising.
+            CycleCutShort: a user turn stopped the follow-up after the
+                trajectory was stored; it carries the cycle's result.
+            Preempted: a user turn stopped the cycle before anything was stored.
         """
         started = time.perf_counter()
         pick = self.choose(cluster=cluster, tier=tier)
@@ -285,22 +315,30 @@ class DreamLoop:
                 if shown and memory is not None:
                     memory.record_exposure(shown, stored.id)
                     memory.record_outcome(stored.id, result.passed)
-        skill = None
-        if (
-            self.skills
-            and memory is not None
-            and result.passed
-            and result.infrastructure_error is None
-        ):
-            notify("keeping the solution as a skill")
-            skill = self._learn_skill(challenge, result, stored.id, notify, verify=bank)
-        lesson = None
-        # Verification renders fresh seeds of the challenge's template, which a
-        # generated challenge does not have: no verified lessons from those yet.
-        ran = result.infrastructure_error is None and skipped is None
-        if self.extractor is not None and ran and bank:
-            notify("extracting a lesson")
-            lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
+        skill: SkillOutcome | None = None
+        lesson: ExtractionOutcome | None = None
+        step: str | None = None  # the follow-up under way
+        preempted: Preempted | None = None
+        try:  # the cycle is stored: a user turn from here on cuts only its follow-up short
+            if (
+                self.skills
+                and memory is not None
+                and result.passed
+                and result.infrastructure_error is None
+            ):
+                step = "keeping the skill"
+                notify("keeping the solution as a skill")
+                skill = self._learn_skill(challenge, result, stored.id, notify, verify=bank)
+            # Verification renders fresh seeds of the challenge's template, which a
+            # generated challenge does not have: no verified lessons from those yet.
+            ran = result.infrastructure_error is None and skipped is None
+            if self.extractor is not None and ran and bank:
+                step = "lesson extraction"
+                notify("extracting a lesson")
+                lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
+            step = None
+        except Preempted as exc:
+            preempted = exc
         cycle = CycleResult(
             cluster=challenge.cluster,
             tier=challenge.tier,
@@ -318,7 +356,10 @@ class DreamLoop:
             skill=skill,
             source=source,
             skipped=skipped,
+            cut_short=step,
         )
+        if preempted is not None:
+            raise CycleCutShort(cycle) from preempted
         if result.infrastructure_error is not None and not isinstance(
             result.infrastructure_error, ChallengeFaultError
         ):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nightschool.dream.frontier import FrontierTracker, adaptive_cooldown
-from nightschool.dream.loop import CycleResult, DreamLoop
+from nightschool.dream.loop import CycleCutShort, CycleResult, DreamLoop
 from nightschool.dream.sources import CurriculumSources
 from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel
@@ -225,16 +225,30 @@ def run_loop(
     win, x2 after a failure, within 5-180 s) times `cooldown_scale`, through
     `sleep(seconds)`, which returns True when woken to stop.
 
+    `on_cycle` reports every cycle whose trajectory was stored, and only
+    those, except the one an infrastructure fault ends (stored as `unknown`,
+    then raised). A user turn that cuts a cycle short after its trajectory was
+    written (`CycleCutShort`: during its skill or lesson follow-up) has the
+    cycle reported before the `Preempted` propagates; a turn before that write
+    leaves nothing stored and nothing reported.
+
     Raises:
         InfrastructureError: a cycle hit a model or sandbox fault (stored as an
             `unknown` trajectory first).
-        Preempted: a user turn started.
+        Preempted: a user turn started (`CycleCutShort` when the cycle in
+            progress was already stored and reported).
     """
     results: list[CycleResult] = []
     cooldown = FIRST_COOLDOWN_S
     tracker = practice.loop.tracker
     while not should_stop() and (max_cycles is None or len(results) < max_cycles):
-        cycle = practice.loop.run_cycle(on_event=on_event)
+        try:
+            cycle = practice.loop.run_cycle(on_event=on_event)
+        except CycleCutShort as cut:  # stored, so reported; then give way
+            results.append(cut.cycle)
+            if on_cycle is not None:
+                on_cycle(len(results) - 1, cut.cycle)
+            raise
         results.append(cycle)
         if on_cycle is not None:
             on_cycle(len(results) - 1, cycle)
