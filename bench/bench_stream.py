@@ -32,6 +32,7 @@ from nightschool.config import Settings
 from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream import (
     ALL_ARMS,
+    EXTRA_ARMS,
     StreamRun,
     StreamSettings,
     StreamTask,
@@ -125,14 +126,16 @@ def show(directory: Path, sandbox: Sandbox) -> None:
             f"{_gate(part.placebo_verdict)} ({part.placebo_wins}/{part.placebo_losses})"
         )
     arms = [arm for arm in ALL_ARMS if any(r.arm == arm for r in run.rows)]
-    if "curated" in arms:  # the curated arm against each other arm, on their common tasks
+    for other in EXTRA_ARMS:  # each extra arm against each default arm, on their common tasks
+        if other not in arms:
+            continue
         for base in ("no_memory", "placebo", "memory"):
-            c = compare_arms(run.rows, "curated", base)
+            c = compare_arms(run.rows, other, base)
             if c is None:
                 continue
-            fb, fc = c.figures[base], c.figures["curated"]
+            fb, fc = c.figures[base], c.figures[other]
             print(
-                f"curated vs {base:<9} n={fc.total:>3}: {fc.passed} ({fc.pass_at_1:.1%}) vs "
+                f"{other:<7} vs {base:<9} n={fc.total:>3}: {fc.passed} ({fc.pass_at_1:.1%}) vs "
                 f"{fb.passed} ({fb.pass_at_1:.1%}), W/L {c.wins}/{c.losses}, "
                 f"+tok {fc.added_tokens:.0f}, {_gate(c.verdict)}"
             )

@@ -550,3 +550,65 @@ def test_curated_arm_runs_after_the_memory_arm_and_is_reported(
     assert compared is not None and compared.figures["curated"].total == len(TASKS)
     lines = write_csv(rows, tmp_path / "s.csv").read_text().splitlines()
     assert len(lines) == 1 + 3 * len(TASKS) and "curated" in ALL_ARMS
+
+
+def test_fixed_arm_shows_the_first_skills_learned_to_every_later_task(tmp_path: Path) -> None:
+    from nightschool.evals.stream import fixed_recall
+    from nightschool.playbook import HashingEmbedder
+
+    with Store.open(tmp_path / "m.db") as store:
+        memory = SkillMemory(store, HashingEmbedder())
+        ids = {}
+        for name, summary in (
+            ("first", "Return the word in capitals followed by an exclamation mark."),
+            ("near", "Return the largest element of a list minus the smallest."),
+            ("second", "Join the lines of a poem with slashes between them."),
+            ("third", "Reverse the order of the characters of a sentence."),
+        ):
+            made = memory.learn_skill(
+                summary=summary, code=f"def {name}(x):\n    return x\n",
+                domains=["python_general"], source_trajectory_id=f"T-{name}",
+            )  # fmt: skip
+            assert made.lesson_id
+            ids[name] = made.lesson_id
+        rows = [
+            _skill_row(0, "memory", learned="skill:written", learned_id=ids["first"]),
+            _skill_row(1, "memory", learned="skill:written", learned_id=ids["near"]),
+            _skill_row(2, "memory", learned="skill:reinforced", learned_id=ids["first"]),
+            _skill_row(3, "memory", learned="skill:written", learned_id=ids["second"]),
+            _skill_row(9, "memory", learned="skill:written", learned_id=ids["third"]),
+        ]
+        unrelated = dataclasses.replace(TASKS[0], task_id="mbpp_unrelated")
+        probes = [dataclasses.replace(unrelated, task_id=f"u{n}") for n in range(5)]
+        shown = {tuple(fixed_recall(memory, probe, 5, rows).skill_ids) for probe in probes}
+        assert shown == {(ids["first"], ids["near"])}  # the same for every task, learned order
+        # a task to which "near" is related gets the next learned skill in its place
+        spread = fixed_recall(memory, TASKS[3], 5, rows)
+        assert spread.skill_ids == [ids["first"], ids["second"]] and spread.lessons == []
+        # only skills learned before the task: at position 2 just the first two exist
+        assert fixed_recall(memory, unrelated, 2, rows).skill_ids == [ids["first"], ids["near"]]
+        assert fixed_recall(memory, unrelated, 1, rows).skill_ids == [ids["first"]]
+        assert fixed_recall(memory, unrelated, 0, rows).skill_ids == []
+        memory.close()
+
+
+def test_fixed_arm_runs_after_the_memory_arm_and_is_reported(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import ALL_ARMS, EXTRA_ARMS, compare_arms
+
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = run_stream(TASKS, run, ctx, arms=("no_memory", "memory", "fixed"))
+    finally:
+        store.close()
+    fixed = [r for r in rows if r.arm == "fixed"]
+    assert len(fixed) == len(TASKS) and "fixed" in ALL_ARMS and "fixed" in EXTRA_ARMS
+    assert fixed[0].skills_shown == [] and fixed[0].reused  # nothing learned yet
+    learned = [r.learned_id for r in rows if r.arm == "memory" and r.learned.startswith("skill:")]
+    for row in fixed:
+        assert row.lessons_shown == [] and row.learned == ""
+        assert set(row.skills_shown) <= set(learned)
+    compared = compare_arms(rows, "fixed")
+    assert compared is not None and compared.figures["fixed"].total == len(TASKS)

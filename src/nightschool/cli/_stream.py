@@ -80,26 +80,30 @@ def _plain(verdict: Verdict | None) -> dict[str, object] | None:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in asdict(verdict).items()}
 
 
-def _curated_lines(run: StreamRun) -> list[dict[str, object]]:
-    """The curated arm against each other arm on their common tasks (none without its rows)."""
+def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
+    """An extra arm (curated, fixed) against each default arm on their common tasks.
+
+    Returns:
+        One dict per default arm with rows beside `arm`'s; none without its rows.
+    """
     from nightschool.evals.stream import compare_arms
 
     out: list[dict[str, object]] = []
     for base in ("no_memory", "placebo", "memory"):
-        c = compare_arms(run.rows, "curated", base)
+        c = compare_arms(run.rows, arm, base)
         if c is not None:
-            fb, fc = c.figures[base], c.figures["curated"]
+            fb, fc = c.figures[base], c.figures[arm]
             out.append(
                 {
                     "base": base,
                     "tasks": fc.total,
-                    "curated_passed": fc.passed,
+                    f"{arm}_passed": fc.passed,
                     "base_passed": fb.passed,
                     "wins": c.wins,
                     "losses": c.losses,
                     "added_tokens": fc.added_tokens,
                     "verdict": _plain(c.verdict),
-                    "line": f"curated vs {base}: {fc.passed}/{fc.total} vs {fb.passed}/{fb.total}"
+                    "line": f"{arm} vs {base}: {fc.passed}/{fc.total} vs {fb.passed}/{fb.total}"
                     f", W/L {c.wins}/{c.losses}, {_gate(c.verdict)}",
                 }
             )
@@ -107,12 +111,12 @@ def _curated_lines(run: StreamRun) -> list[dict[str, object]]:
 
 
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
-    from nightschool.evals.stream import plot, report, write_csv
+    from nightschool.evals.stream import EXTRA_ARMS, plot, report, write_csv
 
     slices = report(run.rows)
     write_csv(run.rows, run.directory / "stream.csv")
     plot(run.rows, run.directory / "stream.png", title)
-    summary = {
+    summary: dict[str, object] = {
         "settings": {k: v for k, v in asdict(run.settings).items() if k != "task_ids"},
         "tasks": len(run.settings.task_ids),
         "slices": [
@@ -130,7 +134,7 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
             }
             for part in slices
         ],
-        "curated": _curated_lines(run),
+        **{arm: _extra_arm_lines(run, arm) for arm in EXTRA_ARMS},
     }
     path = run.directory / "report.json"
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
@@ -206,8 +210,9 @@ def stream(
         typer.Option(
             "--arms",
             help="Arms to run, comma-separated, in order per task: no_memory, placebo, memory, "
-            "curated (generic worked examples picked by measured utility; runs after the "
-            "memory arm, or later over a finished run with --resume --arms curated).",
+            "curated (generic worked examples picked by measured utility), fixed (the first "
+            "ones learned, the same for every task); these two run after the memory arm, or "
+            "later over a finished run with --resume --arms curated,fixed.",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -274,6 +279,7 @@ def _run(
 ) -> None:
     from nightschool.evals.stream import (
         ARMS,
+        EXTRA_ARMS,
         StreamContext,
         StreamRun,
         StreamSettings,
@@ -360,8 +366,9 @@ def _run(
                 signal.signal(signal.SIGTERM, previous)
         slices = _write_outputs(run, title)
         Console(width=max(Console().width, 110)).print(_table(slices, title))
-        for line in _curated_lines(run):
-            err.print(str(line["line"]), highlight=False)
+        for arm in EXTRA_ARMS:
+            for line in _extra_arm_lines(run, arm):
+                err.print(str(line["line"]), highlight=False)
         err.print(
             f"wrote {escape(str(directory))}/stream.csv, stream.png, report.json", highlight=False
         )

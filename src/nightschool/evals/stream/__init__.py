@@ -8,7 +8,8 @@
   with a no-memory arm and a memory arm (it learns from public tests only).
 - The optional curated arm (`_curated`) is shown generic worked examples (the
   memory arm's earlier skills, none related to the task) picked by their
-  measured utility (Thompson sampling on public-test outcomes).
+  measured utility (Thompson sampling on public-test outcomes); the optional
+  fixed arm (`_fixed`) is shown the first ones learned, the same for every task.
 - `report` gives pass@1 per arm on the whole stream and each half, with the
   promotion gate's paired verdict; `write_csv` and `plot` write the files.
 
@@ -23,6 +24,7 @@ from nightschool.evals.stream._data import (
     load_mbpp,
     load_suite,
 )
+from nightschool.evals.stream._fixed import FIXED_K, fixed_recall
 from nightschool.evals.stream._report import (
     ArmComparison,
     ArmFigures,
@@ -36,6 +38,7 @@ from nightschool.evals.stream._report import (
 from nightschool.evals.stream._run import (
     ALL_ARMS,
     ARMS,
+    EXTRA_ARMS,
     Arm,
     StreamContext,
     StreamRow,
@@ -59,6 +62,8 @@ __all__ = [
     "ALL_ARMS",
     "ARMS",
     "CURATED_K",
+    "EXTRA_ARMS",
+    "FIXED_K",
     "MBPP_SHA256",
     "STREAM_SUITES",
     "Arm",
@@ -75,6 +80,7 @@ __all__ = [
     "compare_arms",
     "curated_recall",
     "fetch_mbpp_sdist",
+    "fixed_recall",
     "hidden_program",
     "load_mbpp",
     "load_suite",

@@ -37,6 +37,7 @@ from typing import Literal
 from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream._curated import curated_recall
+from nightschool.evals.stream._fixed import fixed_recall
 from nightschool.evals.stream._placebo import placebo_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.lessons.extraction import LessonExtractor
@@ -47,15 +48,19 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory", "curated"]
+Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed"]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-ALL_ARMS: tuple[Arm, ...] = (*ARMS, "curated")
-"""Every arm: the default ones, then the curated arm (`_curated`: generic worked
-examples chosen by measured utility), which reads the memory arm's rows and so
-answers a task after it (or in a later session, over a finished run)."""
+EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed")
+"""Arms that read the memory arm's rows and so answer a task after it (or in a
+later session, over a finished run): the curated arm (`_curated`: generic worked
+examples chosen by measured utility) and the fixed arm (`_fixed`: the first ones
+learned, the same for every task)."""
+
+ALL_ARMS: tuple[Arm, ...] = (*ARMS, *EXTRA_ARMS)
+"""Every arm: the default ones, then the extra ones."""
 
 FORMAT_VERSION = 1
 """Version of `meta.json` and of the rows."""
@@ -100,7 +105,7 @@ class StreamRow:
     Attributes:
         position: the task's 0-based place in the stream.
         task_id: the benchmark's id.
-        arm: `no_memory`, `placebo`, `memory` or `curated`.
+        arm: `no_memory`, `placebo`, `memory`, `curated` or `fixed`.
         passed: every hidden test passed (the score).
         public_passed: the public test passed (what learning saw).
         hidden_error: the hidden run's last error line ("" on a pass).
@@ -376,10 +381,12 @@ def answer(
         shown = placebo_recall(ctx.memory, task, counts, later - {""})
     elif arm == "curated":
         shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
+    elif arm == "fixed":
+        shown = fixed_recall(ctx.memory, task, position, rows, k=settings.skills_k)
     else:
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
-    if arm in ("placebo", "curated") and nothing_shown and unaided is None:
+    if arm in ("placebo", *EXTRA_ARMS) and nothing_shown and unaided is None:
         earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
         if earlier:  # an earlier session's no-memory answer: the same request, the same answer
             return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
@@ -495,6 +502,7 @@ def run_stream(
 __all__ = [
     "ALL_ARMS",
     "ARMS",
+    "EXTRA_ARMS",
     "Answer",
     "Arm",
     "StreamContext",
