@@ -19,13 +19,15 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   the same `--seed`), each arm in its own process:
   *old* runs the code at `--old-ref` (a git worktree; the last commit before
   per-call threads and prefix reuse) and *new* the working tree, both with the
-  settings a user gets by default. Printed: cycles per hour, passes, prompt
-  tokens decoded per cycle, model seconds, and how many cycles made the same
+  settings a user gets by default (`--verify-k 6`, dream's default: a passing
+  cycle's skill is verified on fresh renderings). Printed: cycles per hour,
+  passes, prompt tokens decoded per cycle, verification's share of the time
+  (trajectories of kind `verification`), and how many cycles made the same
   attempts (same code, token for token) in both arms: the reproducibility check
   of prefix reuse (`nightschool.llm._prefix`).
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
-[--seed 7] [--cluster python_general] [--verify-k 0] [--parts ceiling,ours,spec,dream] [--out F]`.
+[--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -287,6 +289,11 @@ def dream_arm(
                 row[0]: json.loads(row[1])
                 for row in store.query("SELECT id, record FROM trajectories")
             }
+            verification_s = sum(
+                r.get("duration_s", 0.0)
+                for r in records.values()
+                if r.get("task_kind") == "verification"
+            )
         finally:
             store.close()
         rows = []
@@ -312,6 +319,7 @@ def dream_arm(
         usage = getattr(chat_model, "usage", None)
         return {
             "elapsed_s": elapsed,
+            "verification_s": verification_s,
             "cycles": rows,
             "tokens_in": usage.tokens_in if usage else sum(r["tokens_in"] for r in rows),
             "tokens_cached": usage.tokens_cached if usage else 0,
@@ -395,13 +403,14 @@ def show(report: dict[str, Any]) -> None:
         n = len(d["old"]["cycles"])
         print(f"\ndream, {n} cycles per arm, same seed")
         print(f"{'arm':>4} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
-              f"{'cached':>7} {'gen tokens':>10}  threads")  # fmt: skip
+              f"{'cached':>7} {'gen tokens':>10} {'verify %':>9}  threads")  # fmt: skip
         for arm in ("old", "new"):
             a = d[arm]
             decoded = (a["tokens_in"] - a["tokens_cached"]) / n
             print(f"{arm:>4} {3600 * n / a['elapsed_s']:>9.1f} "
                   f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} "
-                  f"{a['tokens_cached']:>7} {a['tokens_out']:>10}  {a['threads']}")  # fmt: skip
+                  f"{a['tokens_cached']:>7} {a['tokens_out']:>10} "
+                  f"{a['verification_s'] / a['elapsed_s']:>9.0%}  {a['threads']}")  # fmt: skip
         old, new = d["old"], d["new"]
         speed = old["elapsed_s"] / new["elapsed_s"]
         fewer = 1 - (new["tokens_in"] - new["tokens_cached"]) / max(1, old["tokens_in"])
@@ -415,7 +424,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=6)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cluster", default="python_general", help="'' lets the frontier choose")
-    parser.add_argument("--verify-k", type=int, default=0)
+    parser.add_argument("--verify-k", type=int, default=6, help="dream's default: 6")
     parser.add_argument("--parts", default="ceiling,ours,spec,dream")
     parser.add_argument("--spec-threads", type=int, default=2)
     parser.add_argument("--old-ref", default=OLD_REF)
