@@ -28,11 +28,15 @@ NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"
 ENV = {"NIGHTSCHOOL_IDLE_SCALE": "0.02", "NIGHTSCHOOL_MAX_TOKENS": "200"}
 
 
-def _self_play_rows(db: Path) -> int:
+def _self_play_cycles(db: Path) -> list[str]:
+    """Ids of the stored self-play cycle trajectories, oldest first (reflections left out)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     try:
-        query = "SELECT COUNT(*) FROM trajectories WHERE session_id = ?"
-        return int(conn.execute(query, (SESSION_ID,)).fetchone()[0])
+        query = (
+            "SELECT id FROM trajectories WHERE session_id = ? AND task_kind = 'selfplay' "
+            "ORDER BY timestamp, rowid"
+        )
+        return [str(row[0]) for row in conn.execute(query, (SESSION_ID,))]
     finally:
         conn.close()
 
@@ -63,7 +67,11 @@ def test_background_self_play_runs_until_the_next_message(
         assert "next message" in run["stop_reason"], run
         assert run["stopped_at"] - sent < 5.0, run  # it gave way during the user's turn
         db = next(home.rglob("*.db"))
-        assert _self_play_rows(db) == run["cycles"]  # each stored cycle reported, none after
+        # The rule (`LoopRun.cycles`): a run counts exactly the cycles whose trajectory was
+        # stored. A turn during a cycle's solve leaves nothing; one during its lesson or skill
+        # follow-up (the failed attempt already stored) leaves the cycle counted, as it was.
+        assert _self_play_cycles(db) == run["trajectory_ids"], run
+        assert len(run["trajectory_ids"]) == run["cycles"]
 
         chat = subprocess.run(
             [str(NIGHTSCHOOL), "chat", "--server", f"{root}/v1"],

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
+from nightschool.dream.loop import CycleCutShort, CycleResult
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Completion, Message, ToolSpec
 from nightschool.llm.preempt import Foreground, Preempted, PreemptibleModel
@@ -43,7 +44,6 @@ from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 
 if TYPE_CHECKING:
-    from nightschool.dream.loop import CycleResult
     from nightschool.playbook import SkillMemory
 
 logger = logging.getLogger("nightschool.agent")
@@ -57,14 +57,20 @@ POLL_S = 0.1
 
 
 def describe_cycle(cycle: CycleResult) -> str:
-    """One line for the model and the user: the challenge, the verdict, what was kept."""
-    verdict = "PASSED" if cycle.passed else "FAILED"
-    if cycle.infrastructure_error:
-        verdict = f"NOT JUDGED ({cycle.infrastructure_error})"
-    parts = [
-        f"{cycle.cluster}/{cycle.template} (tier {cycle.tier}, {cycle.source}): {verdict} "
-        f"after {cycle.attempts} attempt(s) in {cycle.duration_s:.1f} s"
-    ]
+    """One line for the model and the user: the challenge, the verdict, what was kept.
+
+    A skipped cycle (the budget router's `stop`: no attempt) says `SKIPPED` and
+    why, never `FAILED`; one a user turn cut short after it was stored names
+    the follow-up that was stopped.
+    """
+    head = f"{cycle.cluster}/{cycle.template} (tier {cycle.tier}, {cycle.source}): "
+    if cycle.skipped is not None:
+        parts = [f"{head}SKIPPED ({cycle.skipped}) in {cycle.duration_s:.1f} s"]
+    else:
+        verdict = "PASSED" if cycle.passed else "FAILED"
+        if cycle.infrastructure_error:
+            verdict = f"NOT JUDGED ({cycle.infrastructure_error})"
+        parts = [f"{head}{verdict} after {cycle.attempts} attempt(s) in {cycle.duration_s:.1f} s"]
     if cycle.lessons_shown:
         parts.append(f"{len(cycle.lessons_shown)} lesson(s) shown")
     if cycle.skill is not None and cycle.skill.status in ("written", "reinforced"):
@@ -72,6 +78,8 @@ def describe_cycle(cycle: CycleResult) -> str:
         parts.append(f"skill {cycle.skill.status} ({verified})")
     if cycle.lesson is not None:
         parts.append(f"lesson {cycle.lesson.status}")
+    if cycle.cut_short is not None:
+        parts.append(f"{cycle.cut_short} cut short by a user turn")
     return "; ".join(parts) + f" [trajectory {cycle.trajectory_id[:12]}]"
 
 
@@ -86,8 +94,19 @@ class LoopRun:
             the user's next message arrived.
         state: `waiting` (for the turn that started it to end), `running`,
             `stopped`.
-        cycles: one line per finished cycle (`describe_cycle`).
+        cycles: one line per cycle whose trajectory was stored
+            (`describe_cycle`): the run's cycle count. It equals the run's
+            stored `selfplay` trajectories (session `SESSION_ID`): a cycle a
+            user turn stops before its trajectory is written stores nothing
+            and is not counted; one stopped after (in its skill or lesson
+            follow-up: `CycleResult.cut_short`) keeps its real verdict and is
+            counted. The exception is a cycle an infrastructure fault ends:
+            stored as `unknown`, it ends the loop (`stop_reason`) uncounted.
         passed: cycles whose solution passed.
+        failed: cycles judged and failed (the agent's failures).
+        skipped: cycles not attempted (the budget router's `stop`): neither
+            passed nor failed.
+        trajectory_ids: the stored trajectory of each counted cycle, in order.
         started_at, stopped_at: epoch seconds (stopped_at None while it runs).
         stop_reason: why it stopped, None while it runs.
         running_at: epoch seconds when it began practising (None while waiting).
@@ -107,6 +126,9 @@ class LoopRun:
     state: str = "waiting"
     cycles: list[str] = field(default_factory=list)
     passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    trajectory_ids: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
     stopped_at: float | None = None
     stop_reason: str | None = None
@@ -124,10 +146,23 @@ class LoopRun:
             return None
         return self.gave_way_at - self.turn_started_at
 
+    def record(self, cycle: CycleResult) -> None:
+        """Count a cycle whose trajectory was stored (see `cycles`)."""
+        self.cycles.append(describe_cycle(cycle))
+        self.trajectory_ids.append(cycle.trajectory_id)
+        if cycle.skipped is not None:
+            self.skipped += 1
+        elif cycle.passed:
+            self.passed += 1
+        elif cycle.infrastructure_error is None:
+            self.failed += 1
+
     def summary(self) -> str:
         """A few lines: how many cycles, how many passed, why it stopped, the last cycles."""
         head = f"background self-play run {self.number}: {len(self.cycles)} cycle(s)"
-        head += f", {self.passed} passed"
+        head += f", {self.passed} passed, {self.failed} failed"
+        if self.skipped:
+            head += f", {self.skipped} skipped"
         head += f"; {self.state}" + (f" ({self.stop_reason})" if self.stop_reason else "")
         tail = [f"- {line}" for line in self.cycles[-5:]]
         return "\n".join([head, *tail])
@@ -140,6 +175,9 @@ class LoopRun:
             "max_cycles": self.max_cycles,
             "cycles": len(self.cycles),
             "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "trajectory_ids": list(self.trajectory_ids),
             "started_at": self.started_at,
             "stopped_at": self.stopped_at,
             "stop_reason": self.stop_reason,
@@ -253,7 +291,7 @@ class SelfPlayTools:
         with self._practice(self.model, verify_k=0) as practice:
             cycle = practice.loop.run_cycle()
         note = ""
-        if not cycle.passed and not cycle.infrastructure_error:
+        if not cycle.passed and not cycle.infrastructure_error and cycle.skipped is None:
             note = "\nThe failure will be reflected on while the user is away."
         elif cycle.skill is not None and cycle.skill.skill_id and not cycle.skill.verified:
             note = "\nThe skill is verified while the user is away."
@@ -398,16 +436,11 @@ class SelfPlayTools:
                 gave_way=lambda where: self._gave_way(run, where),
             )
             with self._practice(model, verify_k=self.verify_k) as practice:
-
-                def on_cycle(_index: int, cycle: CycleResult) -> None:
-                    run.cycles.append(describe_cycle(cycle))
-                    run.passed += cycle.passed
-
                 self.practice_root.run_loop(
                     practice,
                     should_stop=lambda: self._superseded(run),
                     sleep=lambda seconds: self._sleep(run, seconds),
-                    on_cycle=on_cycle,
+                    on_cycle=lambda _index, cycle: run.record(cycle),
                     max_cycles=run.max_cycles,
                     cooldown_scale=self.cooldown_scale,
                 )
@@ -416,13 +449,16 @@ class SelfPlayTools:
             elif self.foreground.turns > run.turn_mark:
                 reason = "the user's next message arrived"
                 self._gave_way(run, "between steps")
-        except Preempted:  # `_stop` already named the reason when it was told to stop
+        except Preempted as exc:  # `_stop` already named the reason when it was told to stop
             self._gave_way(run, "between steps")  # unless a model call already noted it
-            reason = "stopped (the cycle in progress was dropped)"
+            dropped = "the cycle in progress was dropped"
+            if isinstance(exc, CycleCutShort):  # stored, and counted by run_loop
+                dropped = f"the last cycle's {exc.cycle.cut_short} was cut short"
+            reason = f"stopped ({dropped})"
             if self.foreground.closed:
-                reason = "shutting down (the cycle in progress was dropped)"
+                reason = f"shutting down ({dropped})"
             elif self.foreground.turns > run.turn_mark:
-                reason = "the user's next message arrived (the cycle in progress was dropped)"
+                reason = f"the user's next message arrived ({dropped})"
         except InfrastructureError as exc:
             reason = f"infrastructure fault: {type(exc).__name__}: {exc}"
             logger.warning("background self-play stopped by a fault: %s", exc)

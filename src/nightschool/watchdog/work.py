@@ -181,10 +181,12 @@ class NightschoolWork:
             cycles = practice.loop.run(DREAM_PHASE_CYCLES)
             reflected = consolidate(practice)
         passed = sum(c.passed for c in cycles)
+        skipped = sum(c.skipped is not None for c in cycles)  # not attempted: no verdict
+        also = f", {skipped} skipped" if skipped else ""
         return PhaseResult(
             "ok",
-            f"{len(cycles)} cycle(s), {passed} passed; {reflected} reflection(s)",
-            {"cycles": len(cycles), "passed": passed, "reflected": reflected},
+            f"{len(cycles)} cycle(s), {passed} passed{also}; {reflected} reflection(s)",
+            {"cycles": len(cycles), "passed": passed, "skipped": skipped, "reflected": reflected},
         )
 
     def _reflection(self) -> PhaseResult:
@@ -341,16 +343,22 @@ class NightschoolWork:
             self._selfplay_cooldown = next_cooldown(
                 practice.loop.tracker, cycle, self._selfplay_cooldown
             )
+        record = {
+            "trajectory_id": cycle.trajectory_id,
+            "passed": cycle.passed,
+            "source": cycle.source,
+            "cooldown_s": self._selfplay_cooldown,
+        }
+        if cycle.skipped is not None:  # the router's stop: no attempt, not a failure
+            record["skipped"] = cycle.skipped
+            return PhaseResult(
+                "skipped", f"{cycle.template} ({cycle.source}) skipped: {cycle.skipped}", record
+            )
         mark = "passed" if cycle.passed else "failed"
         if cycle.infrastructure_error:
             mark = f"challenge fault: {cycle.infrastructure_error[:80]}"
         return PhaseResult(
             "ok",
             f"{cycle.template} ({cycle.source}) {mark} after {cycle.attempts} attempt(s)",
-            {
-                "trajectory_id": cycle.trajectory_id,
-                "passed": cycle.passed,
-                "source": cycle.source,
-                "cooldown_s": self._selfplay_cooldown,
-            },
+            record,
         )
