@@ -131,6 +131,7 @@ class Settings(BaseSettings):
     def database_label(self) -> str:
         """Where the store is, for messages: the SQLite path or the Postgres URL, no password."""
         if self.database_url:
+            # function-local: CLI start-up time (the store loads redact's patterns, ~100 ms)
             from nightschool.store import redact_url
 
             return redact_url(self.database_url)

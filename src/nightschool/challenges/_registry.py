@@ -9,6 +9,7 @@ from nightschool.challenges._model import CLUSTERS, Challenge, Template
 
 @functools.cache
 def _bank() -> dict[str, Template]:
+    # function-local: start-up time (the bank's ~50 template modules, ~250 ms, load on first use)
     from nightschool.challenges._templates import ALL_TEMPLATES
 
     return {template.name: template for template in ALL_TEMPLATES}

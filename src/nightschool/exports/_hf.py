@@ -53,7 +53,7 @@ _STRING_COLUMNS = (
 
 
 def _schema() -> Any:
-    import pyarrow as pa
+    import pyarrow as pa  # function-local: start-up time (pyarrow, Parquet export only)
 
     message = pa.struct([("role", pa.string()), ("content", pa.string())])
     return pa.schema(
@@ -333,6 +333,7 @@ def write_hf_dataset(
         UserError: no trajectory is left to export (an empty Parquet file does
             not load), or see `check_target`.
     """
+    # function-local: start-up time (pyarrow, Parquet export only)
     import pyarrow as pa
     import pyarrow.parquet as pq
 

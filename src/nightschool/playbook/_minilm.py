@@ -171,6 +171,7 @@ class MiniLMEmbedder:
             )
         model_path = _verified_model_path()
         os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        # function-local: start-up time, and ORT_DISABLE_TELEMETRY must be set before it
         import onnxruntime as ort  # type: ignore[import-untyped]
         from tokenizers import Tokenizer
 

@@ -298,6 +298,7 @@ class MemoryConfig(BaseModel):
             UserError: the environment holds an out-of-range cap (from `Settings`).
         """
         if settings is None:
+            # function-local: start-up time (config loads pydantic-settings, ~40-70 ms)
             from nightschool.config import Settings
 
             settings = Settings()

@@ -217,6 +217,7 @@ class Solver:
             raise ValueError(f"{len(skill_ids)} skill ids but no skill section")
         shown = list(self.lessons_for(challenge) if lessons is None else lessons)
         if shown:
+            # function-local: start-up time (the playbook package loads numpy, ~500 ms)
             from nightschool.playbook import format_playbook
 
             system_prompt = f"{system_prompt}\n\n{format_playbook(shown)}"

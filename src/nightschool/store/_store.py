@@ -135,7 +135,7 @@ class Store:
             StoreError: the server cannot be reached or refuses the login.
             SchemaTooNewError: the database holds migrations this version does not know.
         """
-        from nightschool.store._pg import PgConnection
+        from nightschool.store._pg import PgConnection  # function-local: Postgres only (psycopg)
 
         try:
             conn = PgConnection(url)
@@ -218,6 +218,7 @@ class Store:
         conn = self._conn
         migrations = MIGRATIONS
         if self.dialect == "postgres":
+            # function-local: Postgres only (the translated migrations are built at import)
             from nightschool.store._pg_migrations import COMPATIBILITY, PG_MIGRATIONS
 
             migrations = PG_MIGRATIONS
