@@ -102,10 +102,20 @@ def remote_resources(settings: Settings, sandbox: SandboxConfig) -> SettingsReso
     The home directory is pinned (a worker resolves the same models directory);
     the database URL and the nightschool server key are dropped (a worker never
     opens the database); the model server key stays (the worker calls the model).
+    An embedded model in a worker decodes with 1 thread unless `NIGHTSCHOOL_THREADS`
+    says otherwise: workers decode side by side, and the per-call choice
+    (`nightschool.llm._threads`) could race there (two workers that look at
+    the same instant each see the other idle and both take every core, where
+    llama.cpp's spin-waiting threads run tenfold slower).
     """
     from nightschool.parallel import SettingsResources
 
-    update = {"home": settings.home_dir(), "api_key": None, "database_url": None}
+    update = {
+        "home": settings.home_dir(),
+        "api_key": None,
+        "database_url": None,
+        "threads": settings.threads or 1,
+    }
     return SettingsResources(settings.model_copy(update=update), sandbox)
 
 
