@@ -394,15 +394,20 @@ def match_preemptions(
 
 
 def count_stored(db: Path, requests: list[ChatRequest]) -> tuple[int, int]:
-    """Mark each request `stored`; return (chat rows beyond the requests, self-play rows)."""
+    """Mark each request `stored`; return (chat rows beyond the requests, self-play rows).
+
+    Only `chat` and `selfplay` rows count: a reflection on a trajectory inherits
+    its session id and is neither a lost nor an extra turn.
+    """
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         rows = conn.execute(
             "SELECT id, session_id, json_extract(record, '$.user_request') FROM trajectories "
-            "WHERE session_id LIKE 'load-s%'"
+            "WHERE session_id LIKE 'load-s%' AND task_kind = 'chat'"
         ).fetchall()
         self_play = conn.execute(
-            "SELECT COUNT(*) FROM trajectories WHERE session_id = ?", (SELF_PLAY_SESSION,)
+            "SELECT COUNT(*) FROM trajectories WHERE session_id = ? AND task_kind = 'selfplay'",
+            (SELF_PLAY_SESSION,),
         ).fetchone()[0]
     finally:
         conn.close()
