@@ -321,9 +321,10 @@ def dream_arm(
             "elapsed_s": elapsed,
             "verification_s": verification_s,
             "cycles": rows,
-            "tokens_in": usage.tokens_in if usage else sum(r["tokens_in"] for r in rows),
+            # every stored trajectory (cycles and verification arms), counted alike in both arms
+            "tokens_in": sum(r.get("tokens_in", 0) for r in records.values()),
             "tokens_cached": usage.tokens_cached if usage else 0,
-            "tokens_out": usage.tokens_out if usage else sum(r["tokens_out"] for r in rows),
+            "tokens_out": sum(r.get("tokens_out", 0) for r in records.values()),
             "model_s": usage.seconds if usage else None,
             "threads": usage.threads if usage else {"1 (old default)": None},
         }
