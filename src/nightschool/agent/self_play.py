@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, ToolOutcome
 from nightschool.dream.loop import CycleCutShort, CycleResult
 from nightschool.errors import InfrastructureError
-from nightschool.llm import ChatModel, Completion, Message, ToolSpec
+from nightschool.llm import ChatModel
 from nightschool.llm.preempt import Foreground, Preempted, PreemptibleModel
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
@@ -429,11 +429,11 @@ class SelfPlayTools:
             run.running_at = time.time()
             run.state = "running"
             # a newer turn that already ended (a refused request) stops it too
-            model = _LoopModel(
+            model = PreemptibleModel(
                 self.model,
                 self.foreground,
                 stop=lambda: self._superseded(run),
-                gave_way=lambda where: self._gave_way(run, where),
+                on_preempted=lambda where: self._gave_way(run, where),
             )
             with self._practice(model, verify_k=self.verify_k) as practice:
                 self.practice_root.run_loop(
@@ -471,56 +471,6 @@ class SelfPlayTools:
             run.state = "stopped"
             run.stopped_at = time.time()
             logger.info("background self-play run %d: %s", run.number, run.summary())
-
-
-class _LoopModel(PreemptibleModel):
-    """The background loop's `PreemptibleModel`, telling `gave_way(where)` when a call gives way.
-
-    `where` is `before a model call` (a user turn was already in flight: no
-    call was made) or `model call` (the call was in progress: an embedded
-    decode aborted, or the reply was dropped); called the moment the call
-    raises `Preempted`, before the unwinding through the cycle's code.
-    """
-
-    def __init__(
-        self,
-        inner: ChatModel,
-        foreground: Foreground,
-        *,
-        stop: Callable[[], bool],
-        gave_way: Callable[[str], None],
-    ) -> None:
-        super().__init__(inner, foreground, stop=stop)
-        self._on_gave_way = gave_way
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float = 0.2,
-        max_tokens: int = 512,
-        seed: int | None = None,
-        grammar: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-    ) -> Completion:
-        """`PreemptibleModel.complete`, noting the moment it gives way.
-
-        Raises:
-            Preempted, ModelUnavailableError, ModelResponseError: as `PreemptibleModel`.
-        """
-        already = self._yielding()
-        try:
-            return super().complete(
-                messages,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seed=seed,
-                grammar=grammar,
-                tools=tools,
-            )
-        except Preempted:
-            self._on_gave_way("before a model call" if already else "model call")
-            raise
 
 
 def _parse_cap(value: Any) -> int | str | None:

@@ -117,6 +117,11 @@ class PreemptibleModel:
         foreground: the user-turn signal.
         stop: a second reason to give way, polled like a user turn (e.g. the
             chat agent's `stop_self_play` from the admin API); None: none.
+        on_preempted: told where a call gave way the moment it raises
+            `Preempted`, before the unwinding through the caller's code:
+            `before a model call` (already yielding: no call was made) or
+            `model call` (an embedded decode aborted, or the reply was
+            dropped); None: nobody is told.
 
     `complete` raises `Preempted` when a user turn is in flight before the
     call, starts during it (the embedded model aborts its decode), or is in
@@ -131,10 +136,12 @@ class PreemptibleModel:
         foreground: Foreground,
         *,
         stop: Callable[[], bool] | None = None,
+        on_preempted: Callable[[str], None] | None = None,
     ) -> None:
         self.inner = inner
         self.foreground = foreground
         self.stop = stop or (lambda: False)
+        self.on_preempted = on_preempted
 
     @property
     def name(self) -> str:
@@ -170,18 +177,24 @@ class PreemptibleModel:
             Preempted: a user turn is (or became) in flight, or `stop()` is True.
             ModelUnavailableError, ModelResponseError: as the inner model.
         """
-        self._check()
-        kwargs: dict[str, Any] = {
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "seed": seed,
-            "grammar": grammar,
-        }
-        if tools is not None:
-            kwargs["tools"] = tools
-        if accepts_abort(self.inner):
-            completion = self.inner.complete(messages, abort=self._yielding, **kwargs)
-        else:
-            completion = self.inner.complete(messages, **kwargs)
-        self._check()
+        already = self._yielding()
+        try:
+            self._check()
+            kwargs: dict[str, Any] = {
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "seed": seed,
+                "grammar": grammar,
+            }
+            if tools is not None:
+                kwargs["tools"] = tools
+            if accepts_abort(self.inner):
+                completion = self.inner.complete(messages, abort=self._yielding, **kwargs)
+            else:
+                completion = self.inner.complete(messages, **kwargs)
+            self._check()
+        except Preempted:
+            if self.on_preempted is not None:
+                self.on_preempted("before a model call" if already else "model call")
+            raise
         return completion
