@@ -418,28 +418,29 @@ class EmbeddedModel:
             if native and tools:
                 extra = {"tools": [dict(tool) for tool in tools], "tool_choice": "auto"}
             try:
-                result = llama.create_chat_completion(
-                    messages=_template_messages(messages if native else plain_messages(messages)),
-                    temperature=temperature,
-                    max_tokens=max_tokens,
-                    seed=seed,
-                    grammar=self._grammar(grammar),
-                    **extra,
-                )
+                try:
+                    result = llama.create_chat_completion(
+                        messages=_template_messages(
+                            messages if native else plain_messages(messages)
+                        ),
+                        temperature=temperature,
+                        max_tokens=max_tokens,
+                        seed=seed,
+                        grammar=self._grammar(grammar),
+                        **extra,
+                    )
+                except BaseException:  # a failed or interrupted call is no prefix to keep
+                    llama.forget()
+                    raise
             except ValueError as exc:  # "Requested tokens (N) exceed context window of M"
-                self._forget_prefix(llama)
                 raise ModelResponseError(
                     f"embedded model rejected the request: {exc}",
                     hint="shorten the prompt or raise n_ctx",
                 ) from exc
             except RuntimeError as exc:  # llama_decode returned an error
-                self._forget_prefix(llama)
                 if aborted():
                     raise Preempted(f"decode aborted for a user turn ({exc})") from exc
                 raise ModelUnavailableError(f"embedded model failed while decoding: {exc}") from exc
-            except BaseException:  # Ctrl-C mid-decode: the cache holds half a prompt
-                self._forget_prefix(llama)
-                raise
             choice = result["choices"][0]
             text = choice["message"].get("content") or ""
             calls: tuple[NativeToolCall, ...] = ()
@@ -505,10 +506,6 @@ class EmbeddedModel:
             n = self.threads.threads
             llama_cpp.llama_set_n_threads(llama._ctx.ctx, n, n)
             self._threads_set = n
-
-    def _forget_prefix(self, llama: Any) -> None:
-        """Clear the KV cache after a failed call: the next prompt is decoded whole."""
-        llama.forget()
 
     def close(self) -> None:
         """Free the model's memory; a later call loads it again."""
