@@ -468,6 +468,19 @@ def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox
     assert rows["placebo"].added_tokens > 0
 
 
+def _learned_skills(memory: SkillMemory, *named: tuple[str, str]) -> dict[str, str]:
+    """Learn one trivial skill per (name, summary); return name -> skill id."""
+    ids = {}
+    for name, summary in named:
+        made = memory.learn_skill(
+            summary=summary, code=f"def {name}(x):\n    return x\n",
+            domains=["python_general"], source_trajectory_id=f"T-{name}",
+        )  # fmt: skip
+        assert made.lesson_id
+        ids[name] = made.lesson_id
+    return ids
+
+
 def _skill_row(position: int, arm: str, **kw: Any) -> StreamRow:
     return StreamRow(position, f"t{position}", arm, False, False, "", 100, 0, **kw)
 
@@ -479,19 +492,13 @@ def test_curated_arm_learns_which_generic_examples_help(tmp_path: Path) -> None:
 
     with Store.open(tmp_path / "m.db") as store:
         memory = SkillMemory(store, HashingEmbedder())
-        ids = {}
-        for name, summary in (
+        ids = _learned_skills(
+            memory,
             ("good", "Return the word in capitals followed by an exclamation mark."),
             ("bad", "Join the lines of a poem with slashes between them."),
             ("late", "Reverse the order of the characters of a sentence."),
             ("near", "Return the largest element of a list minus the smallest."),
-        ):
-            made = memory.learn_skill(
-                summary=summary, code=f"def {name}(x):\n    return x\n",
-                domains=["python_general"], source_trajectory_id=f"T-{name}",
-            )  # fmt: skip
-            assert made.lesson_id
-            ids[name] = made.lesson_id
+        )
         rows = [
             _skill_row(0, "memory", learned="skill:written", learned_id=ids["good"]),
             _skill_row(1, "memory", learned="skill:written", learned_id=ids["bad"]),
@@ -558,19 +565,13 @@ def test_fixed_arm_shows_the_first_skills_learned_to_every_later_task(tmp_path: 
 
     with Store.open(tmp_path / "m.db") as store:
         memory = SkillMemory(store, HashingEmbedder())
-        ids = {}
-        for name, summary in (
+        ids = _learned_skills(
+            memory,
             ("first", "Return the word in capitals followed by an exclamation mark."),
             ("near", "Return the largest element of a list minus the smallest."),
             ("second", "Join the lines of a poem with slashes between them."),
             ("third", "Reverse the order of the characters of a sentence."),
-        ):
-            made = memory.learn_skill(
-                summary=summary, code=f"def {name}(x):\n    return x\n",
-                domains=["python_general"], source_trajectory_id=f"T-{name}",
-            )  # fmt: skip
-            assert made.lesson_id
-            ids[name] = made.lesson_id
+        )
         rows = [
             _skill_row(0, "memory", learned="skill:written", learned_id=ids["first"]),
             _skill_row(1, "memory", learned="skill:written", learned_id=ids["near"]),
