@@ -613,3 +613,49 @@ def test_fixed_arm_runs_after_the_memory_arm_and_is_reported(
         assert set(row.skills_shown) <= set(learned)
     compared = compare_arms(rows, "fixed")
     assert compared is not None and compared.figures["fixed"].total == len(TASKS)
+
+
+def test_retry_arm_spends_the_learning_call_on_a_second_attempt(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import EXTRA_ARMS, RETRY_ATTEMPTS, compare_arms, retry_solver
+
+    right = "def evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        text = "\n".join(m["content"] for m in messages)
+        if ANSWERS["evens"].strip() in text:  # a retry: it sees its failing program
+            return f"```python\n{right}```"
+        return _reply(messages)
+
+    model = ScriptedModel(reply)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, model, sandbox)
+    ctx.retry_solver = retry_solver(ctx.solver)
+    try:
+        run_stream(TASKS, run, ctx, arms=("no_memory",))
+        asked = len(model.calls)
+        # a later session: the retry arm over the finished no-memory arm
+        rows = run_stream(TASKS, run, ctx, arms=("retry",))
+    finally:
+        store.close()
+    by = {(r.task_id, r.arm): r for r in rows}
+    assert "retry" in EXTRA_ARMS and RETRY_ATTEMPTS == 2
+    # a public pass ends the first attempt: the no-memory answer is the retry arm's
+    for name in ("mbpp_total", "mbpp_biggest", "mbpp_spread"):
+        row = by[(name, "retry")]
+        assert row.reused and row.model_calls == 1
+        assert row.passed == by[(name, "no_memory")].passed
+    # a failed public test buys the second attempt, which saw the public test's output
+    evens = by[("mbpp_evens", "retry")]
+    assert not by[("mbpp_evens", "no_memory")].passed
+    assert evens.passed and evens.public_passed and not evens.reused
+    assert evens.model_calls == 2 and not evens.skills_shown and not evens.lessons_shown
+    assert len(model.calls) == asked + 2  # the first attempt asked again, then the retry
+    prompts = "\n".join(m["content"] for call in model.calls for m in call.messages)
+    for hidden in HIDDEN_ONLY:
+        assert hidden not in prompts
+    compared = compare_arms(rows, "retry")
+    assert compared is not None
+    assert (compared.wins, compared.losses) == (1, 0)
+    assert compared.figures["retry"].model_calls == 5

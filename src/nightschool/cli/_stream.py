@@ -81,7 +81,7 @@ def _plain(verdict: Verdict | None) -> dict[str, object] | None:
 
 
 def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
-    """An extra arm (curated, fixed) against each default arm on their common tasks.
+    """An extra arm (curated, fixed, retry) against each default arm on their common tasks.
 
     Returns:
         One dict per default arm with rows beside `arm`'s; none without its rows.
@@ -102,6 +102,8 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
                     "wins": c.wins,
                     "losses": c.losses,
                     "added_tokens": fc.added_tokens,
+                    "model_calls": fc.model_calls,
+                    "base_model_calls": fb.model_calls,
                     "verdict": _plain(c.verdict),
                     "line": f"{arm} vs {base}: {fc.passed}/{fc.total} vs {fb.passed}/{fb.total}"
                     f", W/L {c.wins}/{c.losses}, {_gate(c.verdict)}",
@@ -212,7 +214,8 @@ def stream(
             help="Arms to run, comma-separated, in order per task: no_memory, placebo, memory, "
             "curated (generic worked examples picked by measured utility), fixed (the first "
             "ones learned, the same for every task); these two run after the memory arm, or "
-            "later over a finished run with --resume --arms curated,fixed.",
+            "later over a finished run with --resume --arms curated,fixed; retry (equal "
+            "compute: no memory, a failed public test buys a second attempt).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -285,6 +288,7 @@ def _run(
         StreamSettings,
         load_suite,
         ordered,
+        retry_solver,
         run_stream,
         start_memory_from,
     )
@@ -324,7 +328,9 @@ def _run(
             SolverConfig(temperature=settings.temperature, max_tokens=settings.max_tokens),
         ).single_attempt()
         extractor = LessonExtractor(chat_model, memory, solver) if lessons else None
-        ctx = StreamContext(solver, sandbox, store, memory, extractor)
+        ctx = StreamContext(
+            solver, sandbox, store, memory, extractor, retry_solver=retry_solver(solver)
+        )
         title = f"{suite} stream · order {order_seed} · {chat_model.name}"
         done = run.done()
         left = sum((task.task_id, arm) not in done for task in tasks for arm in chosen)

@@ -11,7 +11,9 @@ skill; one that failed it is turned into a candidate lesson
 (`LessonExtractor.propose`, one more model call) that enters the playbook when
 the generalization guard lets it. The **no-memory arm** is shown nothing and
 learns nothing. The **placebo arm** (`_placebo`) is shown as many entries as
-the memory arm, none of them related to the task, and learns nothing. Every
+the memory arm, none of them related to the task, and learns nothing. The
+**retry arm** (equal compute, on request) is shown nothing and spends the model
+call the memory arm's learning costs on a second attempt instead. Every
 arm is scored on the hidden tests, which reach only the scoring sandbox and
 the row written here.
 
@@ -48,16 +50,25 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed"]
+Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry"]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed")
-"""Arms that read the memory arm's rows and so answer a task after it (or in a
-later session, over a finished run): the curated arm (`_curated`: generic worked
-examples chosen by measured utility) and the fixed arm (`_fixed`: the first ones
-learned, the same for every task)."""
+EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry")
+"""Arms run on request (`--arms`), after the default ones (or in a later session,
+over a finished run): the curated arm (`_curated`: generic worked examples chosen
+by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
+same for every task), which read the memory arm's rows; and the equal-compute
+arm (`retry`: no memory, a failed public test buys one more attempt)."""
+
+RETRY_ATTEMPTS = 2
+"""Attempts of the equal-compute arm: the memory arm spends one more model call on
+a task whose public test failed (lesson extraction) and none on a pass; the
+`retry` arm spends that same call on a second attempt instead, which sees its
+failing program and the public test's output (`Solver`'s fresh retry, no
+resamples). It is the cheap baseline memory has to beat: the start model given
+the compute the learning spent (issue "Transfer, measured honestly")."""
 
 ALL_ARMS: tuple[Arm, ...] = (*ARMS, *EXTRA_ARMS)
 """Every arm: the default ones, then the extra ones."""
@@ -256,6 +267,8 @@ class StreamContext:
         memory: the memory arm's playbook over `store`.
         extractor: turns a failed public test into a candidate lesson and writes it
             to its playbook (the same `memory`); None: no lessons.
+        retry_solver: the `retry` arm's solver (`retry_solver`); None: the arm
+            cannot run.
     """
 
     solver: Solver
@@ -263,6 +276,20 @@ class StreamContext:
     store: Store
     memory: SkillMemory
     extractor: LessonExtractor | None = None
+    retry_solver: Solver | None = None
+
+
+def retry_solver(solver: Solver) -> Solver:
+    """`solver` with `RETRY_ATTEMPTS` attempts and no resamples (the `retry` arm).
+
+    Its first attempt is the one-attempt `solver`'s very request (same prompt,
+    seed and temperature), so on a task whose public test that answer passed,
+    the no-memory arm's answer is the retry arm's too (`answer` reuses it).
+    """
+    config = solver.config.model_copy(
+        update={"max_attempts": RETRY_ATTEMPTS, "max_resamples": 0, "retry_mode": "fresh"}
+    )
+    return Solver(solver.model, solver.sandbox, config)
 
 
 def _answer_code(trajectory: Trajectory) -> str | None:
@@ -319,7 +346,12 @@ class Answer:
 
 def _solve(ctx: StreamContext, task: StreamTask, arm: Arm, shown: Recall) -> Answer:
     challenge = challenge_for(task)
-    result = ctx.solver.solve(
+    solver = ctx.solver
+    if arm == "retry":
+        if ctx.retry_solver is None:
+            raise ValueError("the retry arm needs StreamContext.retry_solver")
+        solver = ctx.retry_solver
+    result = solver.solve(
         challenge,
         session_id=f"stream-{arm}",
         lessons=shown.lessons,
@@ -362,7 +394,9 @@ def answer(
             the no-memory arm's (same prompt, seed and temperature), so that
             answer is reused (`reused`) instead of asked again, as the
             learning curve reuses the start's result; it still learns from it.
-            The same holds for the placebo arm.
+            The same holds for the placebo arm, and for the `retry` arm when
+            that answer passed its public test (its first attempt is the same
+            request, and a pass ends it).
         rows: the run's rows so far (the placebo arm reads the memory arm's).
 
     Returns:
@@ -388,9 +422,12 @@ def answer(
     nothing_shown = not shown.lessons and not shown.skills
     if arm in ("placebo", *EXTRA_ARMS) and nothing_shown and unaided is None:
         earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
-        if earlier:  # an earlier session's no-memory answer: the same request, the same answer
+        same = earlier and (arm != "retry" or earlier[0].public_passed)
+        if same:  # an earlier session's no-memory answer: the same request, the same answer
             return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
     reused = arm != "no_memory" and nothing_shown and unaided is not None
+    if arm == "retry" and unaided is not None and not unaided.result.passed:
+        reused = False  # its public test failed: the second attempt is the arm's point
     done = unaided if reused and unaided is not None else _solve(ctx, task, arm, shown)
     result = done.result
     added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
@@ -503,6 +540,7 @@ __all__ = [
     "ALL_ARMS",
     "ARMS",
     "EXTRA_ARMS",
+    "RETRY_ATTEMPTS",
     "Answer",
     "Arm",
     "StreamContext",
@@ -510,6 +548,7 @@ __all__ = [
     "StreamRun",
     "StreamSettings",
     "answer",
+    "retry_solver",
     "run_stream",
     "start_memory_from",
 ]
