@@ -6,7 +6,9 @@ and memory arms on the whole stream and on each half, wins/losses, the promotion
 gate's paired verdicts (exact McNemar: every task is a different problem, so the
 pairs are independent) of the memory arm against no memory and against the
 placebo (as much unrelated memory shown), tokens the memory added per task, model calls and wall
-time per arm, what the memory arm learned, and the **replay check**: for every
+time per arm, an **ablation table** (every arm against no memory, its exact
+p-value Holm-adjusted over the arms tried, and against the placebo), what the
+memory arm learned, and the **replay check**: for every
 task where skills were shown, each shown skill's code (renamed to the task's
 function) run against the task's hidden tests. A win a replayed skill also
 achieves is recall of a near-identical problem, not transfer.
@@ -36,6 +38,7 @@ from nightschool.evals.stream import (
     StreamRun,
     StreamSettings,
     StreamTask,
+    ablation,
     compare_arms,
     hidden_program,
     load_suite,
@@ -103,6 +106,29 @@ def _gate(verdict: Verdict | None) -> str:
     return f"{'PROMOTE' if verdict.promote else 'no'} ({verdict.test}{p})"
 
 
+def print_ablation(run: StreamRun) -> None:
+    """Every arm against no memory (Holm-adjusted over the arms) and against the placebo."""
+    lines = ablation(run.rows)
+    if not lines:
+        return
+    print(f"\nablation (each arm vs no memory on their common tasks; Holm over {len(lines)} arms)")
+    print(f"{'arm':<10} {'n':>4} {'pass@1':>14} {'lift':>6} {'W/L':>7} {'p':>7} {'Holm p':>7} "
+          f"{'promoted':>8} {'vs placebo':>10} {'+tok':>5} {'calls/task':>10}")  # fmt: skip
+    for line in lines:
+        c = line.versus_none
+        mine, base = c.figures[line.arm], c.figures["no_memory"]
+        p = "-" if c.verdict.p_value is None else f"{c.verdict.p_value:.3g}"
+        holm = "-" if line.holm_p is None else f"{line.holm_p:.3g}"
+        vp = line.versus_placebo
+        versus = "-" if vp is None else f"{vp.wins}/{vp.losses}"
+        print(
+            f"{line.arm:<10} {mine.total:>4} {mine.passed:>4} ({mine.pass_at_1:6.1%}) "
+            f"{(mine.pass_at_1 - base.pass_at_1) * 100:+6.1f} {c.wins:>3}/{c.losses:<3} {p:>7} "
+            f"{holm:>7} {'yes' if line.promoted else 'no':>8} {versus:>10} "
+            f"{mine.added_tokens:>5.0f} {mine.model_calls / max(mine.total, 1):>10.2f}"
+        )
+
+
 def show(directory: Path, sandbox: Sandbox) -> None:
     run = _open(directory)
     settings = run.settings
@@ -139,6 +165,7 @@ def show(directory: Path, sandbox: Sandbox) -> None:
                 f"{fb.passed} ({fb.pass_at_1:.1%}), W/L {c.wins}/{c.losses}, "
                 f"+tok {fc.added_tokens:.0f}, {_gate(c.verdict)}"
             )
+    print_ablation(run)
     for arm in arms:
         mine = [r for r in run.rows if r.arm == arm]
         calls = sum(r.model_calls for r in mine)

@@ -659,3 +659,33 @@ def test_retry_arm_spends_the_learning_call_on_a_second_attempt(
     assert compared is not None
     assert (compared.wins, compared.losses) == (1, 0)
     assert compared.figures["retry"].model_calls == 5
+
+
+def test_ablation_table_corrects_for_trying_several_arms_against_one_baseline() -> None:
+    from nightschool.evals.stream import ablation
+
+    def passes(arm: str, k: int) -> bool:
+        base = k % 4 == 0
+        return {
+            "no_memory": base,
+            "placebo": base or k in (1, 2, 3, 5, 6, 7, 9),  # 7 wins: p = 0.0078
+            "memory": base or k in (1, 2, 3, 5, 6),  # 5 wins: p = 0.031 alone
+            "retry": (base and k != 0) or k == 1,  # 1 win, 1 loss
+        }[arm]
+
+    arms = ("no_memory", "placebo", "memory", "retry")
+    rows = [_row(k, arm, passes(arm, k)) for k in range(40) for arm in arms]
+    lines = {line.arm: line for line in ablation(rows)}
+    assert list(lines) == ["placebo", "memory", "retry"]  # ALL_ARMS order, no baseline
+    memory, placebo, retry = lines["memory"], lines["placebo"], lines["retry"]
+    assert (memory.versus_none.wins, memory.versus_none.losses) == (5, 0)
+    # alone the gate would promote the memory arm; tried beside two other arms it does not
+    assert memory.versus_none.verdict.promote and not memory.promoted
+    assert memory.holm_p == pytest.approx(2 * 0.5**5)
+    assert placebo.promoted and placebo.holm_p == pytest.approx(3 * 0.5**7)
+    assert not retry.promoted and retry.holm_p is not None and retry.holm_p >= memory.holm_p
+    assert placebo.versus_placebo is None
+    assert memory.versus_placebo is not None
+    assert (memory.versus_placebo.wins, memory.versus_placebo.losses) == (0, 2)
+    # no arm beside the baseline: an empty table
+    assert ablation([r for r in rows if r.arm == "no_memory"]) == []

@@ -113,7 +113,7 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
 
 
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
-    from nightschool.evals.stream import EXTRA_ARMS, plot, report, write_csv
+    from nightschool.evals.stream import EXTRA_ARMS, ablation, plot, report, write_csv
 
     slices = report(run.rows)
     write_csv(run.rows, run.directory / "stream.csv")
@@ -137,6 +137,25 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
             for part in slices
         ],
         **{arm: _extra_arm_lines(run, arm) for arm in EXTRA_ARMS},
+        "ablation": [
+            {
+                "arm": line.arm,
+                "tasks": line.versus_none.figures[line.arm].total,
+                "passed": line.versus_none.figures[line.arm].passed,
+                "no_memory_passed": line.versus_none.figures["no_memory"].passed,
+                "wins": line.versus_none.wins,
+                "losses": line.versus_none.losses,
+                "p_value": line.versus_none.verdict.p_value,
+                "holm_p": line.holm_p,
+                "promoted": line.promoted,
+                "versus_placebo": None
+                if line.versus_placebo is None
+                else [line.versus_placebo.wins, line.versus_placebo.losses],
+                "added_tokens": line.versus_none.figures[line.arm].added_tokens,
+                "model_calls": line.versus_none.figures[line.arm].model_calls,
+            }
+            for line in ablation(run.rows)
+        ],
     }
     path = run.directory / "report.json"
     path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

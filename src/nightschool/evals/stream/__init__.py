@@ -26,9 +26,11 @@ from nightschool.evals.stream._data import (
 )
 from nightschool.evals.stream._fixed import FIXED_K, fixed_recall
 from nightschool.evals.stream._report import (
+    AblationLine,
     ArmComparison,
     ArmFigures,
     SliceReport,
+    ablation,
     compare_arms,
     paired_rows,
     plot,
@@ -69,6 +71,7 @@ __all__ = [
     "MBPP_SHA256",
     "RETRY_ATTEMPTS",
     "STREAM_SUITES",
+    "AblationLine",
     "Arm",
     "ArmComparison",
     "ArmFigures",
@@ -78,6 +81,7 @@ __all__ = [
     "StreamRun",
     "StreamSettings",
     "StreamTask",
+    "ablation",
     "answer",
     "challenge_for",
     "compare_arms",

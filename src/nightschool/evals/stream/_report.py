@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nightschool.evals.stream._run import ALL_ARMS, StreamRow
-from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
+from nightschool.gate import GateConfig, PairedResult, Verdict, holm_adjusted, promotion_gate
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,64 @@ def compare_arms(
         losses=sum(b.passed and not c.passed for b, c in pairs),
         verdict=_gate(pairs),
     )
+
+
+@dataclass(frozen=True)
+class AblationLine:
+    """One arm of the ablation table: against no memory, and against the placebo.
+
+    Attributes:
+        arm: the arm.
+        versus_none: the arm against the no-memory arm on their common tasks.
+        holm_p: the exact p-value against no memory, Holm-adjusted over every
+            arm of the table (the family: each arm is a separate try at beating
+            the same baseline); None when the gate gave no p-value.
+        promoted: the gate promotes the arm against no memory *and* its
+            Holm-adjusted p-value is below the gate's alpha.
+        versus_placebo: the arm against the placebo on their common tasks (None
+            for the placebo itself, or without placebo rows).
+    """
+
+    arm: str
+    versus_none: ArmComparison
+    holm_p: float | None
+    promoted: bool
+    versus_placebo: ArmComparison | None
+
+
+def ablation(rows: Sequence[StreamRow]) -> list[AblationLine]:
+    """Every arm with rows (but no memory) against no memory and the placebo, family-corrected.
+
+    One line per arm in `ALL_ARMS` order; an arm that shares no task with the
+    no-memory arm is left out. Each arm's own verdict is the promotion gate's
+    (exact McNemar, one-sided, alpha 5%); `promoted` also asks that the verdict
+    survive Holm's adjustment over the arms of the table, since five arms tried
+    against one baseline find a lucky one about one time in four.
+    """
+    alpha = GateConfig().alpha
+    found = [
+        (arm, c)
+        for arm in ALL_ARMS
+        if arm != "no_memory"
+        for c in [compare_arms(rows, arm)]
+        if c is not None
+    ]
+    raw = [c.verdict.p_value for _, c in found]
+    known = [p for p in raw if p is not None]
+    adjusted = iter(holm_adjusted(known))
+    lines = []
+    for (arm, c), p in zip(found, raw, strict=True):
+        holm = next(adjusted) if p is not None else None
+        lines.append(
+            AblationLine(
+                arm=arm,
+                versus_none=c,
+                holm_p=holm,
+                promoted=c.verdict.promote and holm is not None and holm < alpha,
+                versus_placebo=None if arm == "placebo" else compare_arms(rows, arm, "placebo"),
+            )
+        )
+    return lines
 
 
 def report(rows: Sequence[StreamRow]) -> list[SliceReport]:
