@@ -63,7 +63,7 @@ def is_assembled(target: Path, *, size_bytes: int, sha256: str) -> bool:
 def _exclusive(lock_path: Path, on_wait: Callable[[], None]) -> Iterator[None]:
     """Hold an exclusive `flock` on `lock_path`; call `on_wait` once if someone else holds it."""
     try:
-        import fcntl
+        import fcntl  # function-local: POSIX only; elsewhere the except branch is the fallback
     except ImportError:  # not POSIX: temporary file + rename still keep the target whole
         yield
         return

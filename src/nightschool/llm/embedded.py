@@ -360,6 +360,7 @@ class EmbeddedModel:
         if source is None:
             return None
         if source not in self._grammars:
+            # function-local: start-up time (see _ensure_loaded)
             from llama_cpp.llama_grammar import LlamaGrammar
 
             try:
@@ -476,7 +477,7 @@ class EmbeddedModel:
             return
         if abort():
             raise Preempted("a user turn is in flight")
-        import llama_cpp
+        import llama_cpp  # function-local: start-up time (see _ensure_loaded)
 
         fired = False
 
@@ -499,7 +500,7 @@ class EmbeddedModel:
 
     def _set_threads(self, llama: Any) -> None:
         """Decode the next call with `choose_threads`' count; call under the lock."""
-        import llama_cpp
+        import llama_cpp  # function-local: start-up time (see _ensure_loaded)
 
         self.threads = choose_threads(self.config.n_threads)
         if self.threads.threads != self._threads_set:
@@ -530,6 +531,8 @@ class EmbeddedModel:
         if self._llama is not None:
             return self._llama
         try:
+            # function-local: start-up time (llama_cpp, ~280 ms, loads with the model; a
+            # --base-url model never needs it), and a broken build gets the install hint
             import llama_cpp
         except ImportError as exc:
             raise UserError(
