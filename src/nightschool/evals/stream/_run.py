@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -242,8 +243,6 @@ def start_memory_from(run: StreamRun, source: Path) -> None:
         return
     if not source.is_file():
         raise UserError(f"no database at {source} to start the memory from")
-    import sqlite3
-
     try:
         with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as origin:
             target = sqlite3.connect(run.database)
