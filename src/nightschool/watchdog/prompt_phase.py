@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nightschool.prompts.optimise import OptimiseConfig, optimise_prompt, write_report
+from nightschool.watchdog import PhaseResult
 
 if TYPE_CHECKING:
     from nightschool.llm import ChatModel
     from nightschool.sandbox import Sandbox
     from nightschool.store import Store
-    from nightschool.watchdog import PhaseResult
 
 __all__ = ["PHASE_BUDGET", "PHASE_HOLDOUT", "PHASE_TRAIN", "optimise_prompt_phase"]
 
@@ -76,8 +76,6 @@ def optimise_prompt_phase(
         InfrastructureError: the model or the sandbox failed (nothing registered).
         StalePromptError: the live prompt changed during the run.
     """
-    from nightschool.watchdog import PhaseResult
-
     stamp = int(clock())
     run_id = f"idle-prompts-{stamp}"
     config = OptimiseConfig(

@@ -2,6 +2,11 @@
 
 Every model call goes through the `PreemptibleModel` the caller passes, so a
 user turn stops any phase (`Preempted`, recorded as `interrupted`).
+
+Each phase imports what it runs inside its method: `nightschool serve` and
+`watch` build this object while they start, and the phases' packages would add
+0.1-2 s to that (the playbook's numpy, the gate's scipy, GEPA) for phases that
+may never run.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nightschool.errors import InfrastructureError, UserError
+from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
@@ -83,6 +90,7 @@ class NightschoolWork:
     def playbook(self) -> SkillMemory:
         """The shared playbook, opened on first use."""
         if self._playbook is None:
+            # function-local: start-up time (the playbook loads numpy, ~110 modules, ~300 ms)
             from nightschool.playbook import SkillMemory
 
             self._playbook = self._owned = SkillMemory(self.store)
@@ -134,6 +142,7 @@ class NightschoolWork:
             self._last_selfplay_entry = now
         else:
             since = started_at
+        # function-local: start-up time (selfhood, ~30 modules, ~100 ms)
         from nightschool.selfhood import Diary, facts_since
 
         Diary(self.store).write_entry(phase, facts_since(self.store, since, now))
@@ -141,7 +150,7 @@ class NightschoolWork:
     # -- phases ------------------------------------------------------------------
 
     def _reflector(self) -> Any:
-        from nightschool.lessons.reflection import Reflector
+        # function-local: start-up time (lessons.sink loads the playbook's numpy, ~300 ms)
         from nightschool.lessons.sink import PlaybookSink
 
         return Reflector(self.store, self.model, sink=PlaybookSink(self.playbook))
@@ -160,6 +169,8 @@ class NightschoolWork:
         )
 
     def _practice(self) -> Any:
+        # function-local: start-up time (the composition root, ~35 modules, ~110 ms, and what it
+        # wires when called)
         from nightschool.practice import open_practice
 
         return open_practice(
@@ -175,7 +186,7 @@ class NightschoolWork:
         )
 
     def _dream(self) -> PhaseResult:
-        from nightschool.practice import consolidate
+        from nightschool.practice import consolidate  # function-local: see _practice
 
         with self._practice() as practice:
             cycles = practice.loop.run(DREAM_PHASE_CYCLES)
@@ -202,6 +213,7 @@ class NightschoolWork:
         )
 
     def _skills(self) -> PhaseResult:
+        # function-local: start-up time (lessons.verify loads the gate's scipy, ~1.2 s)
         from nightschool.challenges import templates
         from nightschool.lessons.skills import verify_skill
         from nightschool.lessons.verify import PairedVerifier
@@ -226,8 +238,6 @@ class NightschoolWork:
         for skill in waiting:
             verification = verify_skill(verifier, skill)
             if verification.infrastructure_error is not None:
-                from nightschool.errors import InfrastructureError
-
                 raise InfrastructureError(
                     f"verifying skill {skill.id} stopped: {verification.infrastructure_error}"
                 )
@@ -241,6 +251,7 @@ class NightschoolWork:
 
     def _retrain(self) -> PhaseResult:
         """Retrain the PRM and the routers: `nightschool learn prm|router|chat-router`."""
+        # function-local: start-up time (learn loads numpy and scipy, ~1.2 s)
         from nightschool.learn import NotEnoughDataError, learn_prm, learn_router
 
         if self.home is None:
@@ -286,7 +297,7 @@ class NightschoolWork:
 
     def _retrain_chat_router(self, record: dict[str, Any]) -> str:
         """`nightschool learn chat-router` (new pairs come only from eval runs the user ran)."""
-        from nightschool.errors import UserError
+        # function-local: start-up time (evals and learn load numpy and scipy, ~1.4 s)
         from nightschool.evals import chat_pairs
         from nightschool.learn.chat_router import learn_chat_router
 
@@ -294,7 +305,7 @@ class NightschoolWork:
         try:
             embedder = getattr(self.playbook, "embedder", None)
             if embedder is None:
-                from nightschool.playbook import default_embedder
+                from nightschool.playbook import default_embedder  # function-local: see playbook
 
                 embedder = default_embedder()
             chat = learn_chat_router(chat_pairs(self.store), self.home, embedder)
@@ -315,6 +326,7 @@ class NightschoolWork:
 
     def _prompts(self) -> PhaseResult:
         """One GEPA run on the solver prompt, registered only if the gate promotes it."""
+        # function-local: start-up time (prompt_phase loads GEPA and the gate, ~900 modules, ~1.3 s)
         from nightschool.watchdog.prompt_phase import optimise_prompt_phase
 
         return optimise_prompt_phase(
@@ -328,7 +340,7 @@ class NightschoolWork:
         )
 
     def _diary(self) -> PhaseResult:
-        from nightschool.selfhood import consolidate
+        from nightschool.selfhood import consolidate  # function-local: see after
 
         entry = consolidate(self.store, self.model)
         if entry is None:
@@ -336,7 +348,7 @@ class NightschoolWork:
         return PhaseResult("ok", entry.text[:160], {"diary_id": entry.id})
 
     def _selfplay(self) -> PhaseResult:
-        from nightschool.practice import next_cooldown
+        from nightschool.practice import next_cooldown  # function-local: see _practice
 
         with self._practice() as practice:
             cycle = practice.loop.run_cycle()
