@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from nightschool.browser import SEQUENCE_ABORTED_BANNER
 from nightschool.feedback import (
     REPEATED_ACTION_THRESHOLD,
     REPEATED_ERROR_THRESHOLD,
@@ -12,6 +13,7 @@ from nightschool.feedback import (
     classify_chat_outcome,
     normalise_error,
 )
+from nightschool.feedback.heuristics import SELECTOR_THRASH_THRESHOLD
 from nightschool.trajectory import Outcome, ToolCall, Trajectory
 
 
@@ -121,3 +123,78 @@ def test_normalise_error() -> None:
     assert normalise_error("  Error:  Boom\n  happened ") == "boom happened"
     assert normalise_error("ERROR: error: x") == "x"
     assert normalise_error("TypeError: x") == "typeerror: x"
+
+
+# -- the browser tool (seed 002: selector thrash, sequence aborted) -------------------
+
+
+def click(*selectors: str, op: str = "interact") -> ToolCall:
+    actions = [{"action": "click", "selector": selector} for selector in selectors]
+    return ToolCall(name="browser", arguments={"op": op, "actions": actions}, result="ok")
+
+
+def test_a_selector_three_times_is_below_the_thrash_threshold() -> None:
+    assert SELECTOR_THRASH_THRESHOLD == 4
+    t = turn(
+        click("#send", "#name"),
+        click("#send"),
+        ToolCall(name="browser", arguments={"op": "read", "selector": "#send"}, result="Send"),
+    )
+    assert classify_chat_outcome(t) == (Outcome.UNKNOWN, None)
+
+
+def test_a_selector_four_times_counting_sub_actions_fails() -> None:
+    t = turn(
+        click("#send", "#send"),
+        ToolCall(name="browser", arguments={"op": "read", "selector": " #send "}, result="x"),
+        click("#other", "#send"),
+    )
+    outcome, reason = classify_chat_outcome(t)
+    assert outcome == Outcome.FAILED
+    assert reason == "browser selector '#send' attempted 4 times in one turn"
+
+
+def test_thrash_counts_actions_sent_as_a_json_string() -> None:
+    actions = '[{"action": "click", "selector": "#go"}, {"action": "click", "selector": "#go"}]'
+    calls = [
+        ToolCall(name="browser", arguments={"op": "interact", "actions": actions, "n": i})
+        for i in range(2)
+    ]
+    assert classify_chat_outcome(turn(*calls))[0] == Outcome.FAILED
+
+
+def test_only_browser_calls_count_as_selectors() -> None:
+    calls = [
+        ToolCall(name="run_python", arguments={"code": str(i), "selector": "#send"})
+        for i in range(5)
+    ]
+    assert classify_chat_outcome(turn(*calls))[0] == Outcome.UNKNOWN
+
+
+def test_gotos_are_not_selectors() -> None:
+    url = "http://127.0.0.1:8000/"
+    actions = [{"action": "goto", "url": url, "selector": url}] * 2
+    calls = [
+        ToolCall(name="browser", arguments={"op": "interact", "actions": actions, "i": i})
+        for i in range(2)
+    ]
+    assert classify_chat_outcome(turn(*calls))[0] == Outcome.UNKNOWN
+
+
+def test_an_aborted_browser_sequence_fails_the_turn() -> None:
+    banner = f"{SEQUENCE_ABORTED_BANNER}: goto_failed (aborted_sequence: true; 2 of 3 not run)"
+    t = turn(ToolCall(name="browser", arguments={"op": "interact"}, result=f"{banner}\n1. goto"))
+    outcome, reason = classify_chat_outcome(t)
+    assert outcome == Outcome.FAILED
+    assert reason == f"browser sequence aborted: {banner}"
+    in_error = turn(
+        ToolCall(name="browser", arguments={}, error=f"{SEQUENCE_ABORTED_BANNER}: click_failed")
+    )
+    assert classify_chat_outcome(in_error)[0] == Outcome.FAILED
+
+
+def test_the_banner_from_another_tool_is_not_a_browser_abort() -> None:
+    printed = ToolCall(
+        name="run_python", arguments={"code": "print(b)"}, result=SEQUENCE_ABORTED_BANNER
+    )
+    assert classify_chat_outcome(turn(printed))[0] == Outcome.UNKNOWN

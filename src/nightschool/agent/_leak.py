@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from nightschool.agent._parsing import detect_blob, parse_tool_call
 from nightschool.agent.loop import TurnRun, build_system_prompt
-from nightschool.agent.tools import AGENT_TOOL_NAMES
+from nightschool.agent.tools import LEAK_CHECKED_NAMES
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
 
@@ -108,7 +108,7 @@ def code_blocks(text: str) -> list[str]:
     return [text] if any(not isinstance(node, ast.Expr) for node in tree.body) else []
 
 
-def leak_sites(code: str, names: Collection[str] = AGENT_TOOL_NAMES) -> list[LeakSite]:
+def leak_sites(code: str, names: Collection[str] = LEAK_CHECKED_NAMES) -> list[LeakSite]:
     """Definitions, imports and calls of `names` in one block of code, in source order.
 
     Parsed with `ast` when the block is Python; otherwise (another language,
@@ -167,7 +167,7 @@ def _regex_sites(code: str, names: Collection[str]) -> Iterator[LeakSite]:
                 yield LeakSite(match.group(1), kind, number)
 
 
-def mentioned_names(text: str, names: Collection[str] = AGENT_TOOL_NAMES) -> frozenset[str]:
+def mentioned_names(text: str, names: Collection[str] = LEAK_CHECKED_NAMES) -> frozenset[str]:
     """Those of `names` that occur in `text` as whole identifiers (case-sensitive)."""
     return frozenset(
         name for name in names if re.search(rf"(?<![\w]){re.escape(name)}(?!\w)", text)
@@ -175,14 +175,15 @@ def mentioned_names(text: str, names: Collection[str] = AGENT_TOOL_NAMES) -> fro
 
 
 def find_tool_leaks(
-    reply: str, *, names: Collection[str] = AGENT_TOOL_NAMES, allowed: str = ""
+    reply: str, *, names: Collection[str] = LEAK_CHECKED_NAMES, allowed: str = ""
 ) -> tuple[str, ...]:
     """The tool names a reply's code defines, imports or calls.
 
     Args:
         reply: the reply text (markdown with fenced code blocks, or raw code).
         names: the agent's tool names (default: every name it may have, the
-            self-play tools included, whether offered this turn or not).
+            self-play tools included, whether offered this turn or not; the
+            browser tool only when offered: `tools.leak_checked_names`).
         allowed: text whose mentions of a name make it no leak (the user's
             messages and the client's instructions).
 
@@ -208,6 +209,7 @@ def repair_tool_leak(
     repair: bool,
     temperature: float,
     max_tokens: int,
+    names: Collection[str] = LEAK_CHECKED_NAMES,
 ) -> dict[str, Any] | None:
     """Check a finished turn's reply for tool names; repair it once if it leaks.
 
@@ -224,6 +226,7 @@ def repair_tool_leak(
         repair: False: only find and record (`repair: off`), no model call.
         temperature: sampling temperature of the repair call.
         max_tokens: completion cap of the repair call, tokens.
+        names: the tool names looked for (`tools.leak_checked_names`).
 
     Returns:
         None when the check does not apply (the run ended in a fault, ran out
@@ -235,17 +238,17 @@ def repair_tool_leak(
     if run.infrastructure_error is not None or run.aborted or not run.reply.strip():
         return None
     allowed = "\n".join([client_system, *(m["content"] for m in window if m["role"] == "user")])
-    names = find_tool_leaks(run.reply, allowed=allowed)
-    if not names:
+    leaked = find_tool_leaks(run.reply, names=names, allowed=allowed)
+    if not leaked:
         return None
-    record: dict[str, Any] = {"names": list(names), "repair": "off", "repaired": False}
+    record: dict[str, Any] = {"names": list(leaked), "repair": "off", "repaired": False}
     if not repair:
         return record
     messages = [
         Message(role="system", content=build_system_prompt("", client_system, tools={})),
         *(Message(role=m["role"], content=m["content"]) for m in window),
         Message(role="assistant", content=run.reply),
-        Message(role="user", content=leak_note(names)),
+        Message(role="user", content=leak_note(leaked)),
     ]
     started = time.perf_counter()
     try:
@@ -265,7 +268,7 @@ def repair_tool_leak(
     if is_call or detect_blob(text) is not None or not code_blocks(text):
         record["repair"] = "no code"
         return record
-    after = find_tool_leaks(text, allowed=allowed)
+    after = find_tool_leaks(text, names=names, allowed=allowed)
     if after:
         record.update({"repair": "still leaks", "names_after": list(after)})
         return record

@@ -68,6 +68,7 @@ from nightschool.agent.tools import (
     PathRefusedError,
     PracticeTools,
     SessionWorkspace,
+    leak_checked_names,
     tool_specs,
     usable_workspace_root,
 )
@@ -89,6 +90,7 @@ from nightschool.strategies.champions import chat_strategy
 from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
 
 if TYPE_CHECKING:
+    from nightschool.browser import BrowserSessions
     from nightschool.learn.chat_router import ChatRoute, ChatRouter
 
 logger = logging.getLogger("nightschool.agent")
@@ -115,6 +117,9 @@ class ChatPipeline:
             None leaves them out of every session.
         router: the chat router (`learners.chat_router.ChatRouter`); None
             answers every turn with the full loop.
+        browser: one browser per session for the `browser` tool (off by
+            default: None leaves the tool out). The caller closes it; a turn's
+            screenshots are stored in its trajectory's `extra["screenshots"]`.
     """
 
     def __init__(
@@ -130,6 +135,7 @@ class ChatPipeline:
         wake_up: bool = True,
         practice: PracticeTools | None = None,
         router: ChatRouter | None = None,
+        browser: BrowserSessions | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -139,6 +145,7 @@ class ChatPipeline:
         self.wake_up = wake_up
         self.practice = practice
         self.router = router
+        self.browser = browser
         try:
             self.workspace_root = usable_workspace_root(workspace_root, sandbox)
         except OSError as exc:
@@ -219,12 +226,15 @@ class ChatPipeline:
             client_system,
             worked_examples=format_worked_examples(skills, token_budget=None),
             protocol=protocol,
-            tools={} if direct else tool_specs(practice=self.practice is not None),
+            tools={}
+            if direct
+            else tool_specs(practice=self.practice is not None, browser=self.browser is not None),
         )
 
         window = conversation_window(messages, self.config.history_chars)
         conversation = [Message(role="system", content=system_prompt), *window]
         leak: dict[str, Any] | None = None
+        screenshots: list[dict[str, Any]] = []
         try:
             workspace = self._workspace(session_id)
         except SandboxFaultError as fault:
@@ -249,7 +259,9 @@ class ChatPipeline:
                 repair=cfg.repair_tool_leaks,
                 temperature=temperature,
                 max_tokens=max_tokens,
+                names=leak_checked_names(browser=self.browser is not None),
             )
+            screenshots = workspace.screenshots
         timings["model"], timings["tools"] = run.model_s, run.tools_s
         trajectory = self._assemble(
             turn_id, session_id, task_kind, request, system_prompt, run, temperature
@@ -275,6 +287,8 @@ class ChatPipeline:
             extra["corrected_trajectory_id"] = correction.trajectory_id
         if leak is not None:
             extra["tool_leak"] = leak
+        if screenshots:
+            extra["screenshots"] = screenshots
 
         if run.infrastructure_error is not None:
             exc = run.infrastructure_error
@@ -463,6 +477,9 @@ class ChatPipeline:
                 timeout_s=self.config.tool_timeout_s,
                 max_output_chars=self.config.max_tool_output_chars,
                 practice=self.practice,
+                browser=self.browser.session(session_id or "anonymous")
+                if self.browser is not None
+                else None,
             )
         except OSError as exc:
             raise SandboxFaultError(f"cannot create the session workspace {path}: {exc}") from exc

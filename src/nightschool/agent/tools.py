@@ -8,7 +8,10 @@ workspace: absolute paths, `..` and symlinks that resolve outside it are refused
 
 Three more when the pipeline has a `PracticeTools` (the server and `nightschool
 chat` do): `self_play`, `self_play_loop(max_cycles?)` and `stop_self_play`
-(`nightschool.agent.self_play`).
+(`nightschool.agent.self_play`). One more, off unless asked for (`serve
+--browser`), when the workspace has a `BrowserSession`: `browser(op, ...)`, a
+headless Chromium on loopback pages (`nightschool.browser`); its screenshots
+are kept in `SessionWorkspace.screenshots` for the turn's trajectory.
 
 A tool that fails (bad path, program error, timeout) returns its error as data
 (`ToolOutcome.error`), which the model sees; only a broken sandbox
@@ -29,6 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
+from nightschool.browser import (
+    BROWSER_TOOL_NAME,
+    BROWSER_TOOL_SCHEMA,
+    BROWSER_USAGE,
+    BrowserSession,
+    screenshot_record,
+)
 from nightschool.sandbox import ExecResult, Sandbox, python_argv
 from nightschool.trajectory import ToolCall
 
@@ -68,9 +78,27 @@ SELF_PLAY_TOOL_SPECS: Mapping[str, str] = {
 }
 """The self-play tools (offered only with a `PracticeTools`), like `TOOL_SPECS`."""
 
-AGENT_TOOL_NAMES: frozenset[str] = frozenset(TOOL_SPECS) | frozenset(SELF_PLAY_TOOL_SPECS)
+BROWSER_TOOL_SPECS: Mapping[str, str] = {
+    BROWSER_TOOL_NAME: f"{BROWSER_USAGE}: a headless browser for pages served on 127.0.0.1 "
+    "(goto a URL; interact: sub-actions in order; read the page's or an element's text; "
+    "screenshot).",
+}
+"""The browser tool (offered only with a `BrowserSession`), like `TOOL_SPECS`."""
+
+AGENT_TOOL_NAMES: frozenset[str] = (
+    frozenset(TOOL_SPECS) | frozenset(SELF_PLAY_TOOL_SPECS) | frozenset(BROWSER_TOOL_SPECS)
+)
 """Every tool name the agent may have: a call naming one is read as a call, and
 a workspace without it answers that it is not available."""
+
+LEAK_CHECKED_NAMES: frozenset[str] = frozenset(TOOL_SPECS) | frozenset(SELF_PLAY_TOOL_SPECS)
+"""The tool names a reply's code is checked for when the browser tool is off
+(`agent._leak`): `browser` is an everyday variable in Playwright and Selenium
+code, and a model never shown the tool has no reason to mean it."""
+
+MAX_SCREENSHOTS_PER_TURN = 4
+"""Screenshots one turn keeps (`SessionWorkspace.screenshots`); later ones are
+described but not stored (each is up to `BrowserConfig.max_screenshot_bytes`)."""
 
 
 _REQUIRED: Mapping[str, tuple[str, ...]] = {
@@ -82,10 +110,12 @@ _REQUIRED: Mapping[str, tuple[str, ...]] = {
     "self_play": (),
     "self_play_loop": (),
     "stop_self_play": (),
+    BROWSER_TOOL_NAME: ("op",),
 }
 _OPTIONAL: Mapping[str, tuple[str, ...]] = {
     "list_files": ("path",),
     "self_play_loop": ("max_cycles",),
+    BROWSER_TOOL_NAME: ("url", "actions", "stop_on_error", "selector"),
 }
 
 
@@ -268,6 +298,7 @@ class SessionWorkspace:
         timeout_s: wall-clock limit per sandboxed run, seconds.
         max_output_chars: cap on each tool result, characters.
         practice: runs the self-play tools; None leaves them out.
+        browser: the session's browser (`browser` tool); None leaves it out.
     """
 
     def __init__(
@@ -278,6 +309,7 @@ class SessionWorkspace:
         timeout_s: float = 20.0,
         max_output_chars: int = MAX_OUTPUT_CHARS,
         practice: PracticeTools | None = None,
+        browser: BrowserSession | None = None,
     ) -> None:
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(0o777)
@@ -294,14 +326,24 @@ class SessionWorkspace:
             "list_files": self.list_files,
         }
         self.practice = practice
-        self.specs: dict[str, str] = tool_specs(practice=practice is not None)
-        """Tool name → one-line description (`TOOL_SPECS`, plus the self-play tools)."""
+        self.browser = browser
+        if browser is not None:
+            self._tools[BROWSER_TOOL_NAME] = self.use_browser
+        self.specs: dict[str, str] = tool_specs(
+            practice=practice is not None, browser=browser is not None
+        )
+        """Tool name → one-line description (`TOOL_SPECS`, the self-play tools, the browser)."""
         self.names: tuple[str, ...] = tuple(self.specs)
         """Names of the tools, in prompt order."""
         self.schemas: tuple[dict[str, Any], ...] = (
-            (*TOOL_SCHEMAS, *SELF_PLAY_TOOL_SCHEMAS) if practice is not None else TOOL_SCHEMAS
+            *TOOL_SCHEMAS,
+            *(SELF_PLAY_TOOL_SCHEMAS if practice is not None else ()),
+            *((BROWSER_TOOL_SCHEMA,) if browser is not None else ()),
         )
         """The tools as OpenAI function tools, in prompt order."""
+        self.screenshots: list[dict[str, Any]] = []
+        """The browser's screenshots of this workspace object's calls (one turn), as
+        `screenshot_record`s, at most `MAX_SCREENSHOTS_PER_TURN`."""
 
     def resolve(self, path: str) -> Path:
         """Map a workspace-relative path to a host path inside the workspace.
@@ -405,6 +447,30 @@ class SessionWorkspace:
                 entries.append(f"{rel} ({found.stat().st_size} bytes)")
         return ToolOutcome("\n".join(entries) if entries else EMPTY_DIRECTORY)
 
+    def use_browser(self, **arguments: Any) -> ToolOutcome:
+        """Run one `browser` tool call (`BrowserSession.call`); keep its screenshot.
+
+        Returns:
+            The operation's text (capped) and error. A screenshot's PNG goes to
+            `screenshots` (until `MAX_SCREENSHOTS_PER_TURN`), and the text says
+            under which number.
+
+        Raises:
+            BrowserUnavailableError: Chromium or Playwright is missing or will not start.
+        """
+        if self.browser is None:
+            return ToolOutcome(None, "the browser tool is not enabled")
+        result = self.browser.call(arguments)
+        text = result.text
+        if result.screenshot is not None:
+            if len(self.screenshots) >= MAX_SCREENSHOTS_PER_TURN:
+                text += f"\n(not stored: {MAX_SCREENSHOTS_PER_TURN} screenshots per turn at most)"
+            else:
+                number = len(self.screenshots) + 1
+                self.screenshots.append(screenshot_record(result.screenshot, number))
+                text += f"\nstored with this turn's trajectory as screenshot {number}"
+        return ToolOutcome(cap_text(text, self.max_output_chars) if text else None, result.error)
+
     # -- dispatch ---------------------------------------------------------------
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolCall:
@@ -443,23 +509,32 @@ class SessionWorkspace:
             return ToolOutcome(None, f"{type(exc).__name__}: {exc}")
 
 
-def tool_specs(*, practice: bool = False) -> dict[str, str]:
-    """Tool name → description: `TOOL_SPECS`, then `SELF_PLAY_TOOL_SPECS` when `practice`."""
-    return {**TOOL_SPECS, **(SELF_PLAY_TOOL_SPECS if practice else {})}
+def tool_specs(*, practice: bool = False, browser: bool = False) -> dict[str, str]:
+    """Tool name → description: `TOOL_SPECS`, the self-play and the browser tools when asked."""
+    return {
+        **TOOL_SPECS,
+        **(SELF_PLAY_TOOL_SPECS if practice else {}),
+        **(BROWSER_TOOL_SPECS if browser else {}),
+    }
+
+
+def leak_checked_names(*, browser: bool) -> frozenset[str]:
+    """`LEAK_CHECKED_NAMES`, plus `browser` when the turn offered it (`agent._leak`)."""
+    return LEAK_CHECKED_NAMES | (frozenset(BROWSER_TOOL_SPECS) if browser else frozenset())
 
 
 def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
     required = _REQUIRED[name]
     allowed = set(required) | set(_OPTIONAL.get(name, ()))
     missing = [key for key in required if key not in arguments]
-    usage = tool_specs(practice=True)[name]
+    usage = tool_specs(practice=True, browser=True)[name]
     if missing:
         return f"{name} needs argument(s) {', '.join(missing)}; usage: {name} {usage}"
     extra = sorted(set(arguments) - allowed)
     if extra:
         return f"{name} got unexpected argument(s) {', '.join(extra)}"
-    if name in SELF_PLAY_TOOL_SPECS:
-        return None  # numbers as numbers or strings: the tool reads them
+    if name in SELF_PLAY_TOOL_SPECS or name in BROWSER_TOOL_SPECS:
+        return None  # numbers, lists, booleans or their JSON strings: the tool reads them
     wrong = [key for key, value in arguments.items() if not isinstance(value, str)]
     if wrong:
         return f"{name}: argument(s) {', '.join(wrong)} must be strings"

@@ -55,6 +55,14 @@ SelfPlayToolsOpt = Annotated[
         "(ask it to practise; your next message stops background practice).",
     ),
 ]
+BrowserOpt = Annotated[
+    bool,
+    typer.Option(
+        "--browser/--no-browser",
+        help="Give the agent the browser tool: headless Chromium on pages served on "
+        "127.0.0.1 only (needs chromium and playwright; off by default).",
+    ),
+]
 
 
 @dataclass
@@ -69,6 +77,7 @@ class _Agent:
     sandbox: Any = None
     foreground: Any = None
     practice: Any = None
+    browser: Any = None
 
     def close(self) -> None:
         if self.practice is not None and not self.practice.stop("shutting down", SHUTDOWN_WAIT_S):
@@ -81,6 +90,8 @@ class _Agent:
         try:
             self.pipeline.close(wait=True, timeout_s=SHUTDOWN_WAIT_S)
         finally:
+            if self.browser is not None:
+                self.browser.close()
             if self.memory is not None:
                 self.memory.close()
             self.store.close()
@@ -88,15 +99,22 @@ class _Agent:
 
 @contextmanager
 def _agent(
-    settings: Settings, *, unsandboxed: bool, lessons: bool, self_play: bool = True
+    settings: Settings,
+    *,
+    unsandboxed: bool,
+    lessons: bool,
+    self_play: bool = True,
+    browser: bool = False,
 ) -> Iterator[_Agent]:
     """Check the sandbox and the model, open the store, build the pipeline; close all after.
 
     The pipeline's turns go through `ForegroundService` (`_Agent.foreground`);
-    with `self_play` the agent has the self-play tools (`_Agent.practice`).
+    with `self_play` the agent has the self-play tools (`_Agent.practice`), with
+    `browser` the browser tool (`_Agent.browser`).
 
     Raises:
-        SandboxUnavailableError, ModelUnavailableError: preflight failed (exit 3).
+        SandboxUnavailableError, ModelUnavailableError, BrowserUnavailableError:
+            preflight failed (exit 3).
         UserError: bad model settings.
     """
     import nightschool.practice
@@ -111,8 +129,12 @@ def _agent(
 
     sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="the agent's tools")
     store = open_store(settings)
-    memory = None
+    memory = browsers = None
     try:
+        if browser:
+            from nightschool.browser import BrowserSessions
+
+            browsers = BrowserSessions()  # checks chromium and playwright now
         reflector = None
         if lessons:
             with err.status("loading the skill playbook ..."):
@@ -147,15 +169,18 @@ def _agent(
             router=ChatRouter.from_home(
                 settings.home_dir(), memory.embedder if memory is not None else None
             ),
+            browser=browsers,
         )
     except BaseException:
+        if browsers is not None:
+            browsers.close()
         if memory is not None:
             memory.close()
         store.close()
         raise
     service = ForegroundService(pipeline, foreground)
     agent = _Agent(
-        service, store, memory, chat_model.name, chat_model, sandbox, foreground, practice
+        service, store, memory, chat_model.name, chat_model, sandbox, foreground, practice, browsers
     )
     try:
         yield agent
@@ -183,6 +208,7 @@ def serve(
         ),
     ] = True,
     self_play_tools: SelfPlayToolsOpt = True,
+    browser: BrowserOpt = False,
 ) -> None:
     """Serve the agent as an OpenAI-compatible API (POST /v1/chat/completions).
 
@@ -210,7 +236,11 @@ def serve(
         sock = bind(host, port)
         try:
             with _agent(
-                settings, unsandboxed=unsandboxed, lessons=lessons, self_play=self_play_tools
+                settings,
+                unsandboxed=unsandboxed,
+                lessons=lessons,
+                self_play=self_play_tools,
+                browser=browser,
             ) as agent:
                 from nightschool.cli._idle import build_watchdog
 
@@ -310,6 +340,7 @@ def chat(
     lessons: LessonsOpt = True,
     unsandboxed: UnsandboxedOpt = False,
     self_play_tools: SelfPlayToolsOpt = True,
+    browser: BrowserOpt = False,
 ) -> None:
     """Chat with the agent in the terminal; shows when a lesson was used or learned.
 
@@ -334,7 +365,11 @@ def chat(
             return
         settings = model_choice.settings()
         with _agent(
-            settings, unsandboxed=unsandboxed, lessons=lessons, self_play=self_play_tools
+            settings,
+            unsandboxed=unsandboxed,
+            lessons=lessons,
+            self_play=self_play_tools,
+            browser=browser,
         ) as agent:
             console.print(
                 f"chatting with [bold]{agent.model_name}[/] in-process · session {session_id}"

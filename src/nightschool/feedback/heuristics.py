@@ -6,10 +6,17 @@ which promotes a just-assembled turn:
 
 1. an abort marker (`[ATTEMPT_ABORTED...`, e.g. the agent loop's step-limit
    marker) in `final_response`;
-2. the same normalised (tool, error) pair at least `REPEATED_ERROR_THRESHOLD`
+2. a browser sequence aborted: a `browser` call whose result or error holds
+   `SEQUENCE_ABORTED_BANNER` (a failed goto, a failed sub-action under
+   `stop_on_error`, the time limit);
+3. the same normalised (tool, error) pair at least `REPEATED_ERROR_THRESHOLD`
    times in one turn;
-3. the same action (tool name and identical arguments) at least
-   `REPEATED_ACTION_THRESHOLD` times in one turn.
+4. the same action (tool name and identical arguments) at least
+   `REPEATED_ACTION_THRESHOLD` times in one turn;
+5. browser selector thrash: the same selector attempted at least
+   `SELECTOR_THRASH_THRESHOLD` times in one turn, over all `browser` calls,
+   each `interact` sub-action counted (the rule before cannot see it: the
+   calls around one selector differ).
 
 Conservative on purpose (false positives flood the playbook with bad
 reflections): an existing `passed`/`failed` outcome is never overruled, a
@@ -24,6 +31,7 @@ import logging
 import re
 from collections import Counter
 
+from nightschool.browser import BROWSER_TOOL_NAME, SEQUENCE_ABORTED_BANNER, selectors_in
 from nightschool.trajectory import Outcome, Trajectory
 
 logger = logging.getLogger(__name__)
@@ -41,6 +49,11 @@ REPEATED_ACTION_THRESHOLD = 3
 """Same tool with identical arguments this many times in a turn → failed. PRIOR-ART
 used 4 for one browser selector (3 was below its bar); an identical code or command
 run three times has no new information, so 3 here."""
+
+SELECTOR_THRASH_THRESHOLD = 4
+"""Same browser selector this many times in a turn → failed (seed 002: "three
+repeats of the same selector is below threshold"; the incident behind it fired
+one click selector across 8 nested interact calls)."""
 
 _SPACE = re.compile(r"\s+")
 _ERROR_PREFIX = re.compile(r"^(?:error\s*:\s*)+", re.IGNORECASE)
@@ -68,6 +81,12 @@ def _signal(trajectory: Trajectory) -> str | None:
         end = final.find("]", at)
         marker = final[at : end + 1] if end >= 0 else final[at : at + 60]
         return f"abort marker {marker} in the final response"
+    browser_calls = [call for call in trajectory.tool_calls if call.name == BROWSER_TOOL_NAME]
+    for call in browser_calls:
+        text = f"{call.error or ''}\n{call.result or ''}"
+        at = text.find(SEQUENCE_ABORTED_BANNER)
+        if at >= 0:
+            return f"browser sequence aborted: {text[at:].splitlines()[0][:200]}"
     errors = Counter(
         (call.name, normalise_error(call.error)) for call in trajectory.tool_calls if call.error
     )
@@ -80,6 +99,11 @@ def _signal(trajectory: Trajectory) -> str | None:
         key, count = actions.most_common(1)[0]
         if count >= REPEATED_ACTION_THRESHOLD:
             return f"same {key.split(chr(0))[0]} call repeated {count} times in one turn"
+    selectors = Counter(s for call in browser_calls for s in selectors_in(call.arguments))
+    if selectors:
+        selector, count = selectors.most_common(1)[0]
+        if count >= SELECTOR_THRASH_THRESHOLD:
+            return f"browser selector {selector[:100]!r} attempted {count} times in one turn"
     return None
 
 
