@@ -235,6 +235,8 @@ def create_app(
         )
 
     app.include_router(admin_router(store=store, memory=memory, background=pipeline))
+    # function-local: start-up time (the dashboard loads evals' numpy and scipy and jinja2,
+    # ~1.5 s; `nightschool chat` imports this package for its chat backends, builds no app)
     from nightschool.server.dashboard import create_dashboard
 
     app.mount(

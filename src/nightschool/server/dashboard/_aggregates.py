@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nightschool.dream.frontier import ClusterState, FrontierTracker
+
 if TYPE_CHECKING:
-    from nightschool.dream.frontier import ClusterState
     from nightschool.store import Store
 
 DAY_S = 86400
@@ -213,8 +214,6 @@ class FrontierCache:
 
     def states(self) -> list[ClusterState]:
         """Every cluster's frontier state (runs, first-try wins, unlocked tier, flags)."""
-        from nightschool.dream.frontier import FrontierTracker
-
         with self._lock:
             version = int(self._store.query("SELECT COALESCE(MAX(id), 0) FROM frontier_runs")[0][0])
             if version != self._version:

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+import jinja2
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
+from nightschool.server.dashboard import _format
 from nightschool.server.dashboard._auth import (
     COOKIE_NAME,
     DASHBOARD_PATH,
@@ -26,6 +28,7 @@ from nightschool.server.dashboard._auth import (
     Gate,
     safe_next,
 )
+from nightschool.server.dashboard._pages import add_pages
 from nightschool.server.dashboard._state import (
     SECURITY_HEADERS,
     Dashboard,
@@ -37,8 +40,6 @@ from nightschool.server.dashboard._state import (
 )
 
 if TYPE_CHECKING:
-    import jinja2
-
     from nightschool.playbook import SkillMemory
     from nightschool.store import Store
 
@@ -48,10 +49,6 @@ OPEN_ROUTES = ("/login", "/static/")
 
 
 def _environment() -> jinja2.Environment:
-    import jinja2
-
-    from nightschool.server.dashboard import _format
-
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("nightschool.server.dashboard", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
@@ -84,14 +81,12 @@ def create_dashboard(
             0.5 s at 100,000 trajectories) instead of on the first page load.
 
     Returns:
-        The ASGI app. Imports its plotting and frontier modules now, so the
-        first page load does not pay for them.
+        The ASGI app. Imports its plotting modules now, so the first page
+        load does not pay for them.
     """
-    import matplotlib.figure  # noqa: F401  (warm import: ~0.5 s, once per process)
-
-    import nightschool.dream.frontier
-    import nightschool.watchdog  # noqa: F401
-    from nightschool.server.dashboard._pages import add_pages
+    # function-local: a warm import when a dashboard is built (matplotlib, ~0.5 s, once per
+    # process); `_plots` imports it only where it draws
+    import matplotlib.figure  # noqa: F401
 
     dash = Dashboard(store, memory, Gate(api_key), config or default_config(store), _environment())
     if warm:

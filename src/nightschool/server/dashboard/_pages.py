@@ -16,6 +16,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from nightschool.challenges import CLUSTERS, TIERS
+from nightschool.errors import UserError
+from nightschool.evals import load_run
 from nightschool.server.dashboard import _plots, _queries, _results
 from nightschool.server.dashboard._aggregates import DAY_S, VERDICT_KINDS, Rate
 from nightschool.server.dashboard._auth import DASHBOARD_PATH
@@ -24,6 +27,7 @@ from nightschool.server.dashboard._state import (
     error_page,
     read_form,
 )
+from nightschool.watchdog import PHASES
 
 if TYPE_CHECKING:
     from nightschool.server.dashboard._aggregates import Counts
@@ -58,9 +62,6 @@ def _id(value: str) -> str:
 
 def overview_context(dash: Dashboard) -> dict[str, Any]:
     """Everything the overview shows (aggregates precomputed; see `_aggregates`)."""
-    from nightschool.challenges import CLUSTERS, TIERS
-    from nightschool.watchdog import PHASES
-
     counts = dash.counts.refresh()
     today = int(time.time() // DAY_S)
     week = counts.rate(kinds=VERDICT_KINDS, since_day=today - 6)
@@ -225,8 +226,6 @@ def _add_trajectories(app: FastAPI, dash: Dashboard) -> None:
         older: str | None = None,
         newer: str | None = None,
     ) -> Response:
-        from nightschool.challenges import CLUSTERS, TIERS
-
         where = _trajectory_filter(kind, outcome, cluster, tier, session, corrected)
         page = _queries.list_trajectories(
             dash.store,
@@ -369,9 +368,6 @@ def _add_results(app: FastAPI, dash: Dashboard) -> None:
 
     @app.get("/evals/{run_id}", response_class=HTMLResponse)
     def eval_run(request: Request, run_id: str) -> Response:
-        from nightschool.errors import UserError
-        from nightschool.evals import load_run
-
         try:
             run = load_run(dash.store, _id(run_id))
         except UserError as exc:

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nightschool.evals import pass_at_1
+from nightschool.server.dashboard._aggregates import Rate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-    from nightschool.server.dashboard._aggregates import Rate
 
 _RENDER_LOCK = threading.Lock()
 """Serialises rendering: matplotlib's rcParams (and its font cache) are process-global."""
@@ -57,6 +56,7 @@ class PlotCache:
 
 
 def _figure(height: float = HEIGHT_IN) -> tuple[Figure, Axes]:
+    # function-local: start-up time (matplotlib, ~0.5 s; `create_dashboard` warms it)
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
@@ -68,7 +68,7 @@ def _figure(height: float = HEIGHT_IN) -> tuple[Figure, Axes]:
 
 
 def _svg(fig: Figure) -> bytes:
-    import matplotlib
+    import matplotlib  # function-local: see _figure
 
     buffer = io.BytesIO()
     with _RENDER_LOCK, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "ns"}):
@@ -102,8 +102,6 @@ def trailing(days: Mapping[int, Rate], window: int) -> dict[int, Rate]:
 
 
 def _sum(rates: Iterable[Rate]) -> Rate:
-    from nightschool.server.dashboard._aggregates import Rate
-
     total = Rate()
     for rate in rates:
         total = total + rate
@@ -139,6 +137,7 @@ def rates_over_time(
     series = {group: trailing(days, window) for group, days in series.items()}
     if not any(r.n >= min_n for days in series.values() for r in days.values()):
         return _empty("no trajectories with a verdict yet")
+    # function-local: see _figure
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
     fig, ax = _figure()
@@ -232,7 +231,7 @@ def learning_curve(rows: Sequence[dict[str, Any]], title: str) -> bytes:
             capsize=3,
             label=f"{labels.get(set_name, set_name)} · {arm}",
         )
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # function-local: see _figure
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("checkpoint (0 = before dreaming)")

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nightschool.evals import pass_at_1
+from nightschool.evals import EvalRun, PassRate, list_runs, load_run, pass_at_1
+from nightschool.gate import PairedResult, promotion_gate
+from nightschool.strategies import champions
 
 if TYPE_CHECKING:
-    from nightschool.evals import EvalRun, PassRate
     from nightschool.store import Store
     from nightschool.strategies.champions import ChampionEntry
 
@@ -60,8 +61,6 @@ def paired_with(previous: EvalRun, run: EvalRun) -> dict[str, Any] | None:
     Returns:
         The verdict as JSON-ready data, or None when the runs share no task.
     """
-    from nightschool.gate import PairedResult, promotion_gate
-
     before = {r.task_id: r for r in previous.results}
     pairs = [
         PairedResult(
@@ -83,8 +82,6 @@ def eval_rows(store: Store, *, limit: int = 100) -> list[EvalRow]:
     "The run before it" is the previous `completed` run of the same suite and
     model (runs still going, interrupted or aborted are shown but not paired).
     """
-    from nightschool.evals import list_runs, load_run
-
     runs = list_runs(store, limit=limit)
     loaded: dict[str, EvalRun] = {}
 
@@ -145,6 +142,8 @@ _CURVE_SQL = (
 
 def learning_curves(store: Store) -> list[CurveView]:
     """Every learning curve whose eval trajectories are in `store` (one per session)."""
+    # function-local: start-up time (evals.curve loads the dream loop, ~30 modules, ~80 ms;
+    # only the evals page's curves need it)
     from nightschool.evals.curve import ARMS, Curve, HeldOut, ItemResult, Measurement
 
     by_session: dict[str, dict[tuple[int, str], dict[str, ItemResult]]] = {}
@@ -188,8 +187,6 @@ def learning_curves(store: Store) -> list[CurveView]:
 
 def champion_history(store: Store) -> tuple[list[ChampionEntry], int | None]:
     """Every registry row, newest first, and the current champion id (None: baselines)."""
-    from nightschool.strategies import champions
-
     rows = champions.history(store)
     current = champions.current(store)
     return rows[::-1], (current.id if current is not None else None)
