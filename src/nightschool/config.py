@@ -100,6 +100,25 @@ class Settings(BaseSettings):
         "default, `nightschool.playbook.DEFAULT_MAX_ENTRIES` (5,000).",
     )
 
+    exemplars: int = Field(
+        default=0,
+        description="Worked examples of the agent's own verified solutions from other tasks of "
+        "the same cluster, shown to a practice task that retrieves no skill of its own template "
+        "(NIGHTSCHOOL_EXEMPLARS, 0-5; 0: off). Not the nearest ones: the oldest that retrieval "
+        "does not rank as related (`nightschool.lessons.skills.exemplars`).",
+    )
+
+    @field_validator("exemplars")
+    @classmethod
+    def _exemplars_in_range(cls, value: int) -> int:
+        """Refuse a count outside 0-5 with a `UserError` naming the variable (exit 2 in the CLI)."""
+        if not 0 <= value <= 5:
+            raise UserError(
+                f"NIGHTSCHOOL_EXEMPLARS must be between 0 and 5, got {value}",
+                hint="0 turns exemplars off; 2 is what the MBPP stream's fixed arm measured",
+            )
+        return value
+
     @field_validator("playbook_max_entries")
     @classmethod
     def _cap_at_least_one(cls, value: int | None) -> int | None:

@@ -125,6 +125,18 @@ def dream(
             "[default: NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES, else 5,000].",
         ),
     ] = None,
+    exemplars: Annotated[
+        int | None,
+        typer.Option(
+            "--exemplars",
+            min=0,
+            max=5,
+            show_default=False,
+            help="Show a cycle that finds no skill of its own template this many of your "
+            "verified solutions to other tasks of its cluster, as format exemplars (0: off) "
+            "[default: NIGHTSCHOOL_EXEMPLARS, else 0].",
+        ),
+    ] = None,
     loop: Annotated[
         bool,
         typer.Option(
@@ -212,7 +224,9 @@ def dream(
             )
         check_search(search)  # before any model or database is opened
         check_picker(frontier)
-        settings = model_choice.settings(playbook_max_entries=playbook_max_entries)
+        settings = model_choice.settings(
+            playbook_max_entries=playbook_max_entries, exemplars=exemplars
+        )
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
         try:

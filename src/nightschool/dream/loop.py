@@ -274,6 +274,7 @@ class DreamLoop:
             lessons_k=self.solver.config.lessons_k if self.lessons else 0,
             skills_k=SKILLS_K if self.skills else 0,
             exclude_templates=self.exclude_templates,
+            exemplars_k=memory.config.exemplars_k if memory is not None and self.skills else 0,
         )
         result = self.solver.solve(
             challenge,

@@ -269,6 +269,11 @@ class MemoryConfig(BaseModel):
     exceed it). Default `DEFAULT_MAX_ENTRIES`; users set it with
     `NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES` or `dream --playbook-max-entries`
     (`from_settings`). None: no cap."""
+    exemplars_k: int = Field(default=0, ge=0, le=5)
+    """Exemplars a practice task is shown when no skill of its own template is
+    retrieved (`lessons.skills.exemplars`: verified solutions of other tasks of its
+    cluster that retrieval does not rank as related); 0: none. Users set it with
+    `NIGHTSCHOOL_EXEMPLARS` or `dream --exemplars` (`from_settings`)."""
     exact_search_max: int = Field(default=25_000, ge=1)
     """Up to this many lessons, vector search scores every row exactly; above it a
     sign-bit (Hamming) prefilter shortlists rows that are then scored exactly."""
@@ -288,14 +293,17 @@ class MemoryConfig(BaseModel):
 
         Args:
             settings: resolved settings; None reads them from the environment now
-                (`NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES`). Nothing is read at import.
+                (`NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES`, `NIGHTSCHOOL_EXEMPLARS`). Nothing
+                is read at import.
 
         Returns:
             `MemoryConfig()` with `max_lessons` from `settings.playbook_max_entries`
-            when that is set, else `DEFAULT_MAX_ENTRIES`.
+            when that is set, else `DEFAULT_MAX_ENTRIES`, and `exemplars_k` from
+            `settings.exemplars`.
 
         Raises:
-            UserError: the environment holds an out-of-range cap (from `Settings`).
+            UserError: the environment holds an out-of-range cap or exemplar count
+                (from `Settings`).
         """
         if settings is None:
             # function-local: start-up time (config loads pydantic-settings, ~40-70 ms)
@@ -303,4 +311,7 @@ class MemoryConfig(BaseModel):
 
             settings = Settings()
         cap = settings.playbook_max_entries
-        return cls(max_lessons=DEFAULT_MAX_ENTRIES if cap is None else cap)
+        return cls(
+            max_lessons=DEFAULT_MAX_ENTRIES if cap is None else cap,
+            exemplars_k=settings.exemplars,
+        )

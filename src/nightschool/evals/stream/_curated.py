@@ -24,10 +24,9 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from nightschool.evals.stream._placebo import related_ids
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
-from nightschool.lessons.skills import Recall, shown_recall, unranked
-from nightschool.playbook import SkillMemory
+from nightschool.lessons.skills import Recall, related_ids, shown_recall, unranked
+from nightschool.playbook import KINDS, SkillMemory
 
 CURATED_K = 2
 """Worked examples shown per task: the memory arm's `skills_k`."""
@@ -101,7 +100,7 @@ def curated_recall(
     if not learned_before or k <= 0:
         return Recall()
     challenge = challenge_for(task)
-    related = related_ids(memory, challenge.prompt)
+    related = related_ids(memory, challenge.prompt, kinds=KINDS)
     pool = [
         skill
         for skill in memory.list(kind="skill")

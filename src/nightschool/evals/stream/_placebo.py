@@ -15,18 +15,8 @@ import random
 from collections.abc import Collection
 
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
-from nightschool.lessons.skills import Recall, shown_recall, unranked
+from nightschool.lessons.skills import Recall, related_ids, shown_recall, unranked
 from nightschool.playbook import KINDS, Kind, Lesson, SkillMemory
-
-RELATED_K = 10
-"""Entries of each kind retrieval returns for the task that the placebo never shows."""
-
-
-def related_ids(memory: SkillMemory, prompt: str) -> set[str]:
-    """Ids retrieval ranks as related to `prompt`: its top `RELATED_K` of each kind."""
-    return {
-        item.lesson.id for kind in KINDS for item in memory.retrieve(prompt, k=RELATED_K, kind=kind)
-    }
 
 
 def placebo_recall(
@@ -54,7 +44,7 @@ def placebo_recall(
         return Recall()
     challenge = challenge_for(task)
     later = set(learned_later)
-    related = related_ids(memory, challenge.prompt)
+    related = related_ids(memory, challenge.prompt, kinds=KINDS)
     rng = random.Random(f"placebo:{task.task_id}")
 
     def pool(kind: Kind) -> list[Lesson]:
