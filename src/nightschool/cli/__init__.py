@@ -3,6 +3,10 @@
 Parses flags, builds the collaborators, calls the library, and turns domain
 errors into a clear message and an exit code (`nightschool.errors.EXIT_CODES`).
 Each command group lives in its own module; this one assembles the app.
+Commands import the library inside their bodies (`# function-local: CLI
+start-up time`, with the package's measured cost): `nightschool --help` loads
+only config, errors, privacy and trajectory of it; each other package takes
+~10 ms to ~1.7 s to import.
 """
 
 from __future__ import annotations

@@ -217,6 +217,7 @@ def preflight(settings: Settings, *, unsandboxed: bool, runs: str) -> tuple[Sand
             missing model packages); exit 2.
         SandboxUnavailableError, ModelUnavailableError: exit 3.
     """
+    # function-local: CLI start-up time (llm loads httpx, ~60 modules, ~100 ms)
     from nightschool.llm import check_model, make_model
     from nightschool.sandbox import Sandbox, SandboxConfig
 
@@ -265,6 +266,7 @@ def open_store(settings: Settings, *, must_exist: bool = False) -> Store:
         UserError: `must_exist` and there is no database yet.
         StoreError: the database cannot be opened or reached.
     """
+    # function-local: CLI start-up time (the store compiles redact's patterns, ~70 ms)
     from nightschool.store import Store
 
     if settings.database_url:

@@ -103,6 +103,7 @@ def learning_curve(
             raise UserError("--ablation must be final, all or none")
         if (cycles is None) == (minutes is None):
             raise UserError("give exactly one of --cycles or --minutes (per checkpoint)")
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.challenges import TIERS
         from nightschool.dream import DreamLoop
         from nightschool.evals.curve import build_heldout, run_curve

@@ -40,6 +40,7 @@ def dashboard(
     Ctrl-C stops it.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the dashboard: numpy, scipy, fastapi, ~1.7 s)
         import uvicorn
 
         from nightschool.server import is_loopback
@@ -94,6 +95,7 @@ def _playbook(store: Store) -> SkillMemory | None:
     None, with a note, when the embedding model's packages are missing: the
     dashboard then shows lessons read-only.
     """
+    # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
     from nightschool.playbook import SkillMemory
 
     try:

@@ -31,6 +31,7 @@ def diary(
 ) -> None:
     """Show how the agent sees itself now, then its latest diary entries."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (selfhood, ~110 modules, ~240 ms)
         from nightschool.selfhood import Diary, self_state
 
         settings = settings_from()

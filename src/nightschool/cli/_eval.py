@@ -71,6 +71,7 @@ eval_app = typer.Typer(
 def _inprocess_runner(
     settings: Settings, store: Store, *, playbook: bool, temperature: float, route: str = "full"
 ) -> Iterator[Runner]:
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.evals import InProcessRunner
     from nightschool.llm import check_model, make_model
@@ -81,6 +82,7 @@ def _inprocess_runner(
         check_model(model)
     memory = None
     if playbook:
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import SkillMemory
 
         with err.status("loading the skill playbook ..."):
@@ -117,6 +119,7 @@ def _inprocess_runner(
 
 def _chat_router(settings: Settings, memory: Any, route: str) -> Any:
     """The `ChatRouter` of `--route`: forced, or the home's saved one (`auto`)."""
+    # function-local: CLI start-up time (learn loads numpy and scipy, ~1.2 s)
     from nightschool.learn.chat_router import ChatRouter
 
     if route not in ROUTES:
@@ -125,6 +128,7 @@ def _chat_router(settings: Settings, memory: Any, route: str) -> Any:
         return ChatRouter(forced="direct" if route == "direct" else "full")
     embedder = getattr(memory, "embedder", None)
     if embedder is None:
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import default_embedder
 
         embedder = default_embedder()
@@ -151,6 +155,7 @@ def _runner(
         ) as r:
             yield r
     elif kind == "http":
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import HttpRunner
 
         if server is None:
@@ -194,6 +199,7 @@ def _execute(
     `expect_model`: refuse before running (exit 2) when the in-process model differs.
     `backend_kind` `ray`: each task is an episode on Ray (in-process runner only).
     """
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals import get_suite, local_only, run_eval, run_eval_parallel
     from nightschool.sandbox import Sandbox
 
@@ -242,6 +248,7 @@ def _execute(
                 )
             )
         if expect_model is not None and runner is not None and runner.name == "inprocess":
+            # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
             from nightschool.evals import BaselineMismatchError
 
             if runner.model_name != expect_model:
@@ -394,6 +401,7 @@ def freeze(
 ) -> None:
     """Run a suite (or take a stored run) and write it as a baseline file."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import load_run, write_baseline
 
         if (suite is None) == (from_run is None):
@@ -485,6 +493,7 @@ def compare_cmd(
     mismatch, or an unreadable baseline.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import compare, load_baseline, load_run
 
         frozen = load_baseline(baseline)
@@ -536,6 +545,7 @@ def runs(
 ) -> None:
     """List stored eval runs, newest first."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import list_runs
 
         settings = settings_from()

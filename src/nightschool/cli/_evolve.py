@@ -120,6 +120,7 @@ def evolve(
         )
         # local-only, workers included: a non-loopback model server is refused (exit 2)
         stack.enter_context(no_external_network())
+        # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
         from nightschool.llm import check_model, make_model
         from nightschool.strategies import champions
         from nightschool.strategies.engine import Evolution, EvolutionConfig
@@ -136,6 +137,7 @@ def evolve(
         if resume is not None and run_dir is not None and resume != run_dir:
             raise UserError("give either --run-dir (new run) or --resume (existing run)")
         if resume is not None:
+            # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
             from nightschool.strategies.archive import load_checkpoint
 
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)

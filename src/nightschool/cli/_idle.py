@@ -69,6 +69,7 @@ def build_watchdog(
     object the foreground uses (one lock, one copy of the weights). No phase
     starts while `defer()` is True (`Watchdog`'s `defer`).
     """
+    # function-local: CLI start-up time (the watchdog, ~80 modules, ~130 ms)
     from nightschool.llm.preempt import PreemptibleModel
     from nightschool.watchdog import Watchdog
     from nightschool.watchdog.work import NightschoolWork
@@ -110,6 +111,7 @@ def watch(
     in progress is recorded as interrupted and nothing is half-written.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (llm loads httpx, ~60 modules, ~100 ms)
         from nightschool.llm.preempt import Foreground
 
         settings = model_choice.settings()
@@ -158,6 +160,7 @@ def watch(
 
 def phase_table(store: Store, settings: Settings) -> Table:
     """The watchdog's phases: window, cooldown, last run, next eligibility."""
+    # function-local: CLI start-up time (the watchdog, ~80 modules, ~130 ms)
     from nightschool.watchdog import PHASES, PhaseLog, phase_cooldown_s
 
     scale = settings.idle_scale

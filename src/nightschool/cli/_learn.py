@@ -65,6 +65,7 @@ def learn_prm_command(
     when measured but not saved, 2 when there is not enough data yet.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (learn loads numpy and scipy, ~1.2 s)
         from nightschool.learn import PrmConfig, learn_prm
 
         config = PrmConfig(folds=folds, min_trajectories=min_trajectories)
@@ -136,6 +137,7 @@ def learn_router_command(
     is written. Exit 0 when saved, 1 when not, 2 when there is not enough data.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (learn loads numpy and scipy, ~1.2 s)
         from nightschool.learn import RouterConfig, learn_router
 
         config = RouterConfig(
@@ -194,6 +196,7 @@ def learn_chat_router_command(
     2 when there is not enough data.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import chat_pairs
         from nightschool.learn.chat_router import ChatRouterConfig, learn_chat_router
         from nightschool.playbook import default_embedder

@@ -35,6 +35,7 @@ def reflect(
 ) -> None:
     """Reflect on failed trajectories not yet reflected on, and learn lessons from them."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (lessons.sink loads numpy, ~300 ms)
         from nightschool.lessons.reflection import Reflector
         from nightschool.lessons.sink import PlaybookSink
         from nightschool.llm import check_model, make_model
@@ -94,6 +95,7 @@ def list_lessons(
 ) -> None:
     """List lessons (or skills) with provenance and retrieval counters."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import Kind, SkillMemory
 
         if kind not in ("lesson", "skill", "all"):
@@ -145,6 +147,7 @@ def list_lessons(
 def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) -> None:
     """Show one lesson in full, with where it came from and how it has done."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import SkillMemory
 
         store = open_store(settings_from(), must_exist=True)
@@ -208,6 +211,7 @@ def retract_lessons(
 ) -> None:
     """Remove every lesson learned from a trajectory (archived first; nothing is lost)."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import SkillMemory
 
         if not trajectory.strip():
@@ -233,6 +237,7 @@ def export_lessons(
 ) -> None:
     """Write every lesson as one JSON record per line (with format_version)."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
         from nightschool.playbook import SkillMemory
 
         store = open_store(settings_from(), must_exist=True)

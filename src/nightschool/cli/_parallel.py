@@ -86,6 +86,7 @@ def parallel_backend(
             "sandboxed runs with it (--die-with-parent), an unsandboxed run would be orphaned",
             hint="drop --unsandboxed, or use --backend local",
         )
+    # function-local: CLI start-up time (parallel, 4 modules, ~10 ms)
     from nightschool.parallel import make_backend
 
     with err.status("starting Ray ..." if address is None else f"joining Ray at {address} ..."):
@@ -108,6 +109,7 @@ def remote_resources(settings: Settings, sandbox: SandboxConfig) -> SettingsReso
     the same instant each see the other idle and both take every core, where
     llama.cpp's spin-waiting threads run tenfold slower).
     """
+    # function-local: CLI start-up time (parallel, 4 modules, ~10 ms)
     from nightschool.parallel import SettingsResources
 
     update = {
@@ -125,6 +127,7 @@ def driver_playbook(store: Store, playbook: bool) -> Iterator[SkillMemory | None
     if not playbook:
         yield None
         return
+    # function-local: CLI start-up time (the playbook loads numpy, ~300 ms)
     from nightschool.playbook import SkillMemory
 
     with err.status("loading the skill playbook ..."):
@@ -146,6 +149,7 @@ def eval_agent(
     route: str = "full",
 ) -> RemoteAgent:
     """The in-process agent of `_inprocess_runner`, as a spec its workers rebuild."""
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.agent import AgentConfig
     from nightschool.evals import RemoteAgent
     from nightschool.llm import make_model

@@ -23,8 +23,10 @@ from nightschool.cli._common import (
     preflight,
     with_model_options,
 )
+from nightschool.cli._idle import ForegroundService, build_watchdog
 from nightschool.config import Settings
 from nightschool.errors import NightschoolError, UserError
+from nightschool.trajectory import new_id
 
 if TYPE_CHECKING:
     from nightschool.playbook import SkillMemory
@@ -117,10 +119,10 @@ def _agent(
             preflight failed (exit 3).
         UserError: bad model settings.
     """
+    # function-local: CLI start-up time (the agent loads numpy and scipy, ~1.3 s)
     import nightschool.practice
     from nightschool.agent import AgentConfig, ChatPipeline
     from nightschool.agent.self_play import SelfPlayTools
-    from nightschool.cli._idle import ForegroundService
     from nightschool.learn.chat_router import ChatRouter
     from nightschool.lessons.reflection import Reflector
     from nightschool.lessons.sink import PlaybookSink
@@ -132,6 +134,7 @@ def _agent(
     memory = browsers = None
     try:
         if browser:
+            # function-local: CLI start-up time (the browser tool, 10 modules, ~35 ms)
             from nightschool.browser import BrowserSessions
 
             browsers = BrowserSessions()  # checks chromium and playwright now
@@ -221,6 +224,7 @@ def serve(
     Ctrl-C stops it cleanly (background reflections get up to a minute to finish).
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the server loads fastapi, ~220 ms)
         import uvicorn
 
         from nightschool.server import create_app, is_loopback
@@ -242,8 +246,6 @@ def serve(
                 self_play=self_play_tools,
                 browser=browser,
             ) as agent:
-                from nightschool.cli._idle import build_watchdog
-
                 foreground = agent.foreground
                 dog = work = None
                 if idle:
@@ -347,8 +349,8 @@ def chat(
     Type /exit (or Ctrl-D, Ctrl-C) to leave, /reset to start a new conversation.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (the server loads fastapi, ~220 ms)
         from nightschool.server._chat import HttpBackend, LocalBackend
-        from nightschool.trajectory import new_id
 
         session_id = session or f"chat-{new_id()[:12]}"
         console = Console()

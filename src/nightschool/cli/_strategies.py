@@ -58,6 +58,7 @@ def list_strategies(
 ) -> None:
     """List the registry's history, oldest first; ★ marks the current champion."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
         from nightschool.strategies import champions
 
         settings = settings_from()
@@ -101,6 +102,7 @@ def show_strategy(
 ) -> None:
     """Show one champion: its source, lineage and the promotion gate's verdict."""
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
         from nightschool.strategies import champions
 
         with open_store(settings_from(), must_exist=True) as store:
@@ -164,6 +166,7 @@ def rollback_strategy(
     nothing to roll back, 4 unusable database.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
         from nightschool.strategies import champions
 
         with open_store(settings_from(), must_exist=True) as store:

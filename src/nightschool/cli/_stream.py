@@ -86,6 +86,7 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
     Returns:
         One dict per default arm with rows beside `arm`'s; none without its rows.
     """
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals.stream import compare_arms
 
     out: list[dict[str, object]] = []
@@ -113,6 +114,7 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
 
 
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals.stream import EXTRA_ARMS, ablation, plot, report, write_csv
 
     slices = report(run.rows)
@@ -168,6 +170,7 @@ def _arms(text: str) -> tuple[Arm, ...]:
     Raises:
         UserError: an unknown or repeated arm, or none (exit 2).
     """
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals.stream import ALL_ARMS
 
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -258,6 +261,7 @@ def stream(
     checked) into <home>/datasets on first use.
     """
     with errors_to_exit_codes():
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals.stream import STREAM_SUITES
 
         if suite not in STREAM_SUITES:
@@ -299,6 +303,7 @@ def _run(
     memory_source: Path | None = None,
     chosen: tuple[Arm, ...] | None = None,
 ) -> None:
+    # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals.stream import (
         ARMS,
         EXTRA_ARMS,
