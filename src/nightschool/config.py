@@ -76,8 +76,9 @@ class Settings(BaseSettings):
     reuse_prefix: bool = Field(
         default=False,
         description="Keep the embedded model's KV cache of the previous prompt and decode only "
-        "what differs (NIGHTSCHOOL_REUSE_PREFIX=1). Off by default: in whole dream cycles the "
-        "attempts were not yet shown to be the same as without it.",
+        "what differs (NIGHTSCHOOL_REUSE_PREFIX=1). Off by default, for reproducibility: a kept "
+        "prefix's KV entries were computed in another prompt's batch, whose other shape rounds "
+        "differently, so close tokens flip (7 of 24 MBPP stream answers differed).",
     )
     database_url: str | None = Field(
         default=None,
