@@ -17,6 +17,7 @@ from nightschool.browser import (
     BrowserSession,
     BrowserSessions,
     BrowserUnavailableError,
+    probe_browser,
 )
 from nightschool.browser._engine import TAG_SWITCH
 
@@ -86,6 +87,34 @@ def test_read_is_capped_and_says_so(fresh_site: Site) -> None:
         assert note.startswith("the first 100 of ") and "read a narrower selector" in note
     finally:
         browser.close()
+
+
+def test_read_gives_each_matched_elements_text(session: BrowserSession, fresh_site: Site) -> None:
+    assert session.goto(f"{fresh_site.url}/form").error is None
+    items = session.read(".item")
+    assert items.texts == ("one", "two", "three") and items.text == "one\ntwo\nthree"
+    assert session.read().texts == (), "a whole-page read has no per-element texts"
+    started = time.monotonic()
+    none = session.read("#absent", wait=False)
+    assert (none.error, none.texts, none.text) == (None, (), "(no text)")
+    assert time.monotonic() - started < 2.5, "wait=False does not wait for a match"
+    assert session.read("#absent").error is not None, "by default a read waits, then fails"
+
+
+def test_read_texts_stay_within_the_cap(fresh_site: Site) -> None:
+    browser = BrowserSession(BrowserConfig(max_text_chars=100), name="cap-texts")
+    try:
+        assert browser.goto(f"{fresh_site.url}/form").error is None
+        terms = browser.read("#terms, .item")
+        assert sum(len(t) for t in terms.texts) <= 100 and terms.texts[0] == "one"
+    finally:
+        browser.close()
+
+
+def test_the_probe_opens_a_loopback_page() -> None:
+    probe = probe_browser(BrowserConfig(navigation_timeout_s=15.0))
+    assert probe.executable.name.startswith("chromium") and probe.seconds > 0
+    assert probe.playwright.count(".") >= 1
 
 
 def test_read_and_screenshot_need_a_page_first(session: BrowserSession) -> None:

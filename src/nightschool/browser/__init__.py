@@ -17,7 +17,9 @@ other request the page makes (subresources, fetch/XHR, navigations, WebSockets),
 and Chromium runs behind a proxy that refuses every connection, with only the
 loopback names bypassing it.
 
-Importing this package does not import Playwright.
+`probe_browser` is a self-test (`nightschool doctor`): Chromium starts, opens a
+page served on loopback and reads it back. Importing this package does not
+import Playwright.
 """
 
 from nightschool.browser._actions import (
@@ -31,6 +33,7 @@ from nightschool.browser._actions import (
 )
 from nightschool.browser._engine import DEFAULT_CHROMIUM, check_playwright, find_chromium
 from nightschool.browser._loopback import LOOPBACK_HOSTS, chromium_network_args, loopback_problem
+from nightschool.browser._probe import ProbeResult, probe_browser
 from nightschool.browser._render import screenshot_record
 from nightschool.browser._session import MAX_READ_MATCHES, BrowserSession, BrowserSessions
 from nightschool.browser._types import (
@@ -67,12 +70,14 @@ __all__ = [
     "BrowserSessions",
     "BrowserUnavailableError",
     "Op",
+    "ProbeResult",
     "Screenshot",
     "StepResult",
     "check_playwright",
     "chromium_network_args",
     "find_chromium",
     "loopback_problem",
+    "probe_browser",
     "read_call",
     "screenshot_record",
     "selectors_in",

@@ -145,15 +145,21 @@ class BrowserSession:
         work = lambda: self._interact_work(tuple(actions), stop_on_error)  # noqa: E731
         return self._submit("interact", work, self.config.sequence_timeout_s)
 
-    def read(self, selector: str | None = None) -> BrowserResult:
+    def read(self, selector: str | None = None, *, wait: bool = True) -> BrowserResult:
         """The page's text (`selector` None), or the text of the elements `selector` matches.
+
+        Args:
+            selector: the elements to read; None reads the whole page.
+            wait: wait up to `action_timeout_s` for a first match (else an
+                `error`); False reads what matches now, possibly nothing (no
+                error: `texts` is empty), as Playwright's `count()` does.
 
         Returns:
             `text`: at most `config.max_text_chars` characters (head kept; a cut
-            says how much was left out). `error` when nothing matches in time.
+            says how much was left out); `texts`: one entry per matched element.
         """
         limit = self.config.action_timeout_s
-        return self._submit("read", lambda: self._read_work(selector), limit)
+        return self._submit("read", lambda: self._read_work(selector, wait), limit)
 
     def screenshot(self) -> BrowserResult:
         """A PNG of the viewport (`result.screenshot`); `text` describes it.
@@ -413,7 +419,7 @@ class BrowserSession:
             return short_error(exc)
         return None
 
-    def _read_work(self, selector: str | None) -> BrowserResult:
+    def _read_work(self, selector: str | None, wait: bool = True) -> BrowserResult:
         # function-local: start-up time (Playwright loads only with the browser)
         from playwright.sync_api import Error
 
@@ -422,23 +428,27 @@ class BrowserSession:
         if page.url == "about:blank":
             return BrowserResult(op="read", text="", error="no page loaded: goto a URL first")
         ms = self.config.action_timeout_s * 1000
+        texts: list[str] = []
         try:
             if selector is None:
                 text = page.locator("body").inner_text(timeout=ms)
             else:
                 matches = page.locator(selector)
-                matches.first.wait_for(state="attached", timeout=ms)
+                if wait:
+                    matches.first.wait_for(state="attached", timeout=ms)
                 count = min(matches.count(), MAX_READ_MATCHES)
-                text = "\n".join(matches.nth(i).inner_text(timeout=ms) for i in range(count))
+                texts = [matches.nth(i).inner_text(timeout=ms) for i in range(count)]
+                text = "\n".join(texts)
         except Error as exc:
             return BrowserResult(op="read", text="", error=short_error(exc), url=page.url)
         limit = self.config.max_text_chars
+        kept = _within(texts, limit)
         if len(text) > limit:
             text = (
                 f"{text[:limit]}\n[text cut: the first {limit} of {len(text)} characters "
                 "shown; read a narrower selector for the rest]"
             )
-        return BrowserResult(op="read", text=text or "(no text)", url=page.url)
+        return BrowserResult(op="read", text=text or "(no text)", url=page.url, texts=kept)
 
     def _screenshot_work(self) -> BrowserResult:
         # function-local: start-up time (Playwright loads only with the browser)
@@ -463,6 +473,18 @@ class BrowserSession:
         shot = Screenshot(png=png, url=page.url, width=width, height=height)
         text = f"screenshot of {page.url}: {width}x{height} PNG, {len(png)} bytes"
         return BrowserResult(op="screenshot", text=text, url=page.url, screenshot=shot)
+
+
+def _within(texts: Sequence[str], limit: int) -> tuple[str, ...]:
+    """The first of `texts` whose lengths add up to at most `limit` (the last one cut)."""
+    kept: list[str] = []
+    left = limit
+    for text in texts:
+        if left <= 0:
+            break
+        kept.append(text[:left])
+        left -= len(text)
+    return tuple(kept)
 
 
 class BrowserSessions:

@@ -150,6 +150,9 @@ class BrowserResult:
         screenshot: the image of a `screenshot` operation, else None.
         refused: non-loopback requests the page tried and were refused during
             the operation (URLs, at most `MAX_REFUSED_LISTED`).
+        texts: a `read` of a selector: each matched element's text, in page
+            order (at most `MAX_READ_MATCHES`, together within the text cap);
+            empty otherwise.
     """
 
     op: str
@@ -161,6 +164,7 @@ class BrowserResult:
     url: str = ""
     screenshot: Screenshot | None = None
     refused: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
 
 
 MAX_REFUSED_LISTED = 5
