@@ -288,6 +288,7 @@ def test_case_insensitive() -> None:
         ("async workers sharing a lock", "concurrency"),
         ("load the csv with pandas and compute the mean", "data_analysis"),
         ("implement dijkstra's shortest path", "algo"),
+        ("playwright script: log in and click the button", "web_automation"),
         ("write a function that reverses a string", "python_general"),
     ],
 )

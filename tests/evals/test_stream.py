@@ -689,3 +689,49 @@ def test_ablation_table_corrects_for_trying_several_arms_against_one_baseline() 
     assert (memory.versus_placebo.wins, memory.versus_placebo.losses) == (0, 2)
     # no arm beside the baseline: an empty table
     assert ablation([r for r in rows if r.arm == "no_memory"]) == []
+
+
+def test_dream_then_stream_fixed_arm_shows_the_homes_verified_exemplars_only(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.challenges import Challenge
+    from nightschool.evals.stream import start_memory_from
+    from nightschool.lessons.skills import learn_skill
+
+    def dream_task(name: str, prompt: str) -> Challenge:
+        return Challenge(
+            template=f"python_general.{name}", cluster="python_general", tier="starter",
+            seed=0, prompt=prompt, setup_script="", validation_script="",
+            reference_solution="", wrong_solution="",
+        )  # fmt: skip
+
+    home = tmp_path / "home.db"
+    with Store.open(home) as store:
+        memory = SkillMemory(store)
+        unverified = learn_skill(
+            memory,
+            dream_task("celsius", "def to_fahrenheit(c: float) -> float: Celsius to Fahrenheit."),
+            "def to_fahrenheit(c):\n    return c * 9 / 5 + 32\n",
+            source_trajectory_id="T-1",
+        ).lesson_id
+        verified = learn_skill(
+            memory,
+            dream_task("palindrome", "def is_palindrome(s: str) -> bool: reads the same back."),
+            "def is_palindrome(s):\n    return s == s[::-1]\n",
+            source_trajectory_id="T-2",
+        ).lesson_id
+        assert unverified and verified
+        memory.set_verified(verified, True, {"test": "by hand"})
+    settings = StreamSettings(
+        suite="mbpp", order_seed=0, task_ids=tuple(t.task_id for t in TASKS), model="scripted",
+        learn=False, memory_from=str(home),
+    )  # fmt: skip
+    run = StreamRun(tmp_path / "run", settings)
+    start_memory_from(run, home)
+    ctx, store = _context(tmp_path, ScriptedModel(_reply), sandbox)
+    try:
+        rows = run_stream(TASKS, run, ctx, arms=("no_memory", "fixed"))
+    finally:
+        store.close()
+    fixed = [r for r in rows if r.arm == "fixed"]
+    assert fixed and all(r.skills_shown == [verified] for r in fixed)  # never the unverified one

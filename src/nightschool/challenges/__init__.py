@@ -7,7 +7,10 @@ seeds make different tasks (a seed's reference fails other seeds). `ChallengeGen
 model write new program-style challenges behind a stack of quality gates
 (`quality_check`, `preflight`, `validator_self_test`, ...) and
 `ChallengeBank` keeps the accepted ones; `validator_crash` tells a crashing
-validator from a failing solution.
+validator from a failing solution. `web_automation` challenges (`_webrun`)
+serve their site on loopback and answer the sandboxed solution's Playwright
+calls with the host's browser; `web_problem` and `practice_clusters` say
+whether this machine can run them.
 """
 
 from nightschool.challenges._gates import (
@@ -26,7 +29,9 @@ from nightschool.challenges._variety import (
     CrossSeed,
     cross_seed,
 )
+from nightschool.challenges._webrun import WEB_CLUSTER, practice_clusters, web_problem
 from nightschool.challenges.generated import (
+    GENERATED_CLUSTERS,
     REJECTION_KINDS,
     ROTATION_MIN_RUNS,
     ChallengeBank,
@@ -39,11 +44,13 @@ from nightschool.challenges.generated import (
 
 __all__ = [
     "CLUSTERS",
+    "GENERATED_CLUSTERS",
     "MAX_CROSS_SEED_RATE",
     "REJECTION_KINDS",
     "ROTATION_MIN_RUNS",
     "TIERS",
     "VARIETY_SEED_BASE",
+    "WEB_CLUSTER",
     "Challenge",
     "ChallengeBank",
     "ChallengeGenerator",
@@ -59,10 +66,12 @@ __all__ = [
     "evaluate",
     "get_template",
     "parse_reply",
+    "practice_clusters",
     "preflight",
     "quality_check",
     "render",
     "templates",
     "validator_crash",
     "validator_self_test",
+    "web_problem",
 ]

@@ -14,6 +14,7 @@ CLUSTERS: tuple[str, ...] = (
     "python_general",
     "regex_parse",
     "sql",
+    "web_automation",
 )
 """Skill clusters of the template bank, in a fixed order."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nightschool.challenges._model import Challenge
+from nightschool.challenges._webrun import is_web, run_web_validation
 from nightschool.errors import ChallengeFaultError
 from nightschool.sandbox import ExecResult, Sandbox, python_argv
 
@@ -36,7 +37,10 @@ def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Ev
     Steps: run `setup_script` as `python3 -` (source on stdin); write the
     solution as `challenge.solution_file`; run `validation_script` as
     `python3 -`, so the validator's source is never a file the solution can
-    read. Both runs use the sandbox's configured wall-clock limit.
+    read. Both runs use the sandbox's configured wall-clock limit. A web
+    challenge (`_webrun`) is judged the same way, with the site its setup
+    wrote served on loopback and a browser on the host answering the
+    validator's and the solution's browser calls.
 
     Args:
         sandbox: where to run; its `config.timeout_s` bounds each step.
@@ -51,6 +55,8 @@ def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Ev
         ChallengeFaultError: the setup script failed: the challenge is broken,
             not the solver.
         SandboxFaultError: the sandbox itself failed to start a run.
+        BrowserUnavailableError: a web challenge, and Chromium or Playwright is
+            missing (an `InfrastructureError`).
     """
     with sandbox.workspace() as ws:
         setup = ws.run(python_argv("-"), stdin=challenge.setup_script)
@@ -65,7 +71,10 @@ def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Ev
             solution_source,
             executable=challenge.solution_file.endswith(".sh"),
         )
-        validation = ws.run(python_argv("-"), stdin=challenge.validation_script)
+        if is_web(challenge.cluster):
+            validation = run_web_validation(sandbox, ws, challenge.validation_script)
+        else:
+            validation = ws.run(python_argv("-"), stdin=challenge.validation_script)
     passed = validation.ok
     return Evaluation(
         passed=passed,

@@ -151,6 +151,11 @@ CLUSTER_HINTS: dict[str, str] = {
 }
 """One line per cluster telling the model what kind of task it is."""
 
+GENERATED_CLUSTERS: tuple[str, ...] = tuple(c for c in CLUSTERS if c in CLUSTER_HINTS)
+"""Clusters the model writes challenges for: every cluster but `web_automation`, whose
+challenges need a site and the host's browser (`_webrun`), which a model-written
+program-style challenge would not provide."""
+
 _HEADING = re.compile(
     r"^\s*(?P<lead>#{1,6}\s*)?(?:\d+[.)]\s*)?(?P<open>\*\*|\[|<)?\s*"
     r"(?P<name>[A-Za-z][A-Za-z. ]*?)\s*(?:\([^)]*\))?\s*(?:\*\*|\]|>)?\s*:?\s*(?:\*\*)?\s*$"
@@ -341,13 +346,16 @@ class ChallengeGenerator:
             solution as `wrong_solution`) or None, and every rejection.
 
         Raises:
-            ValueError: unknown cluster, tier or source.
+            ValueError: a cluster outside `GENERATED_CLUSTERS`, an unknown tier or source.
             InfrastructureError: the model or the sandbox failed (never
                 recorded as a rejection). A setup script failing while judging
                 (`ChallengeFaultError`) is a `preflight` rejection instead.
         """
-        if request.cluster not in CLUSTERS or request.tier not in TIERS:
-            raise ValueError(f"unknown cluster or tier: {request.cluster!r}, {request.tier!r}")
+        if request.cluster not in GENERATED_CLUSTERS or request.tier not in TIERS:
+            raise ValueError(
+                f"unknown cluster or tier for a generated challenge: {request.cluster!r}, "
+                f"{request.tier!r} (clusters: {', '.join(GENERATED_CLUSTERS)})"
+            )
         if request.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {request.source!r}")
         notify = on_event or (lambda _message: None)

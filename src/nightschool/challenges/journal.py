@@ -302,6 +302,20 @@ _CLUSTER_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\bcomplexity\b",
         ),
     ),
+    (
+        "web_automation",
+        (
+            r"\bplaywright\b",
+            r"\bselenium\b",
+            r"\b(?:headless\s+)?browser\b",
+            r"\bweb\s*pages?\b",
+            r"\bhtml\s+forms?\b",
+            r"\bscrap(?:e|es|ed|ing|er)\b",
+            r"\bclick(?:s|ed|ing)?\s+(?:on\s+)?(?:the\s+)?(?:button|link)\b",
+            r"\bcss\s+selectors?\b",
+            r"\blog\s*in\s+(?:form|page)\b",
+        ),
+    ),
 )
 """Keyword rules per cluster, in tie-break order: the cluster with most distinct
 rules matching wins, an earlier cluster wins a tie. Hand-picked from the
@@ -322,7 +336,7 @@ def cluster_hint(text: str) -> str | None:
     Returns:
         The cluster (one of `CLUSTERS`) with the most distinct keyword rules
         matching, an earlier one in `sql, bash, regex_parse, concurrency,
-        data_analysis, algo` winning a tie; `python_general` when none
+        data_analysis, algo, web_automation` winning a tie; `python_general` when none
         matches and the text is not blank; None for blank text.
     """
     if not text.strip():

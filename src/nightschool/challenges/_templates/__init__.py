@@ -9,6 +9,7 @@ from nightschool.challenges._templates import (
     python_general,
     regex_parse,
     sql,
+    web_automation,
 )
 
 ALL_TEMPLATES: tuple[Template, ...] = (
@@ -19,6 +20,7 @@ ALL_TEMPLATES: tuple[Template, ...] = (
     *python_general.TEMPLATES,
     *regex_parse.TEMPLATES,
     *sql.TEMPLATES,
+    *web_automation.TEMPLATES,
 )
 """Every template of the bank."""
 

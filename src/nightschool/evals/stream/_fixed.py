@@ -30,7 +30,13 @@ FIXED_ARM = "fixed"
 
 
 def fixed_recall(
-    memory: SkillMemory, task: StreamTask, position: int, rows: Sequence[Row], *, k: int = FIXED_K
+    memory: SkillMemory,
+    task: StreamTask,
+    position: int,
+    rows: Sequence[Row],
+    *,
+    k: int = FIXED_K,
+    verified_only: bool = False,
 ) -> Recall:
     """The worked examples the fixed arm is shown for `task` (no lessons).
 
@@ -41,6 +47,9 @@ def fixed_recall(
         rows: the run's rows: a skill the memory arm learned at this position
             or later (a resumed run's memory holds it) is never shown.
         k: skills shown at most.
+        verified_only: only skills the paired gate verified: what dream practice
+            shows (`exemplars_verified`), used when the memory comes from a home's
+            playbook (dream, then stream).
 
     Returns:
         A `Recall` with `exemplars`: the first `k` skills in the memory learned
@@ -58,5 +67,11 @@ def fixed_recall(
         for row in rows
         if row.arm == "memory" and row.position < position and row.learned.startswith("skill:")
     }
-    chosen = exemplars(memory, challenge_for(task), k=k, exclude_ids=(later - earlier) - {""})
+    chosen = exemplars(
+        memory,
+        challenge_for(task),
+        k=k,
+        exclude_ids=(later - earlier) - {""},
+        verified_only=verified_only,
+    )
     return shown_recall([], unranked(chosen))

@@ -415,7 +415,15 @@ def answer(
     elif arm == "curated":
         shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
     elif arm == "fixed":
-        shown = fixed_recall(ctx.memory, task, position, rows, k=settings.skills_k)
+        # from a home's playbook (dream, then stream): the verified ones, as dream shows them
+        shown = fixed_recall(
+            ctx.memory,
+            task,
+            position,
+            rows,
+            k=settings.skills_k,
+            verified_only=bool(settings.memory_from),
+        )
     else:
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
