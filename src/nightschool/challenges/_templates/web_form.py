@@ -99,10 +99,9 @@ _OTHER_LABELS = ("Please specify", "Which one?", "Tell us more")
 _OTHER_VALUES = ("Gift card", "Wheelchair access", "Late check-out", "Bulk discount")
 
 RULES = [
-    "The form also has a checkbox; tick it (its handle is given above), or the site "
-    "refuses the form.",
-    "Choose {other} in the dropdown {select}: a new field then appears, {specify}: "
-    "fill it with {value}.",
+    "The form also has a checkbox; tick it (its handle is given above): the site must "
+    "receive it ticked.",
+    "Choose {other} in {select}: a new field then appears, {specify}: fill it with {value}.",
     "After sending, the page shows a reference like `RF-12345` in the element with id "
     "`{ref_id}`: print that reference, alone on one line.",
 ]
@@ -151,8 +150,8 @@ class FormFill(TemplateBase):
             fields.append(fields.pop(text_like[-1]))
         hidden = ("form_token", token(rng, 10))
         form_id = f"form-{token(rng, 4)}"
-        values = [(f, v) for f, v in fields]
-        consent = other = None
+        values = list(fields)
+        consent = other = other_select = None
         if level >= 1:
             consent = make_field(rng, "checkbox", rng.choice(_CONSENT), "consent", style)
             values.append((consent, "yes"))
@@ -170,6 +169,7 @@ class FormFill(TemplateBase):
                 (*select.options, (f"o{token(rng, 3)}", other_text)),
             )  # fmt: skip
             values[index] = (select, other_text)
+            other_select = select
             specify_label = rng.choice(_OTHER_LABELS)
             other = make_field(rng, "text", specify_label, "specify", style, (), specify_label)
             values.insert(index + 1, (other, rng.choice(_OTHER_VALUES)))
@@ -197,8 +197,8 @@ class FormFill(TemplateBase):
             wrong_tail.append(f"page.wait_for_selector({'#' + ref_id!r})")
         expected = {hidden[0]: hidden[1]}
         expected.update({f.name: posted_value(f, v) for f, v in values})
-        hidden_here = {id(consent), id(other), id(selects[0][1]) if other is not None else 0}
-        shown = [(f, v) for f, v in values if id(f) not in hidden_here]
+        in_rules = (consent, other, other_select)  # described by the extra rules instead
+        shown = [(f, v) for f, v in values if not any(f is r for r in in_rules)]
         listing = "; ".join(
             f"{handle_text(f, style)}: {q(v)}"
             + (" (an option's text)" if f.kind == "select" else "")
@@ -210,7 +210,7 @@ class FormFill(TemplateBase):
             else RULES[0],
             RULES[1].format(
                 other=q("Other"),
-                select=q(selects[0][1].label) if selects else "",
+                select=handle_text(other_select, style) if other_select is not None else "",
                 specify=handle_text(other, style) if other is not None else "",
                 value=q(values[selects[0][0] + 1][1]) if other is not None and selects else "",
             ),
