@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 import pytest
 
-from nightschool.challenges import Challenge, render, templates
+from nightschool.challenges import (
+    GENERATED_CLUSTERS,
+    WEB_CLUSTER,
+    Challenge,
+    GenerationRequest,
+    render,
+    templates,
+)
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.dream.sources import (
     JOURNAL_PROBABILITY,
@@ -206,3 +213,24 @@ def test_a_mined_journal_turn_comes_first(store: Store) -> None:
         recorded = Recorded(store, random.Random(seed), mined=mined)
         assert recorded.choose(pick("algo"), tracker) == mined
         assert (recorded.journal_calls, recorded.generate_calls) == (1, 0)
+
+
+class Asked(Exception):
+    """Raised by the stub generator with the request it got."""
+
+
+def test_the_model_is_never_asked_for_a_web_challenge(store: Store) -> None:
+    """Generation draws from GENERATED_CLUSTERS: web challenges need a site and the browser."""
+    sources = CurriculumSources(store, ScriptedModel(["x"]), Sandbox(), rng=random.Random(0))
+
+    def generate(request: GenerationRequest, on_event: object = None) -> None:
+        raise Asked(request)
+
+    sources.generator.generate = generate  # type: ignore[assignment, method-assign]
+    asked = []
+    for seed in range(40):
+        sources.rng = random.Random(seed)
+        with pytest.raises(Asked) as raised:
+            sources._generate(pick("web_automation"), lambda _m: None)
+        asked.append(raised.value.args[0].cluster)
+    assert WEB_CLUSTER not in asked and set(asked) <= set(GENERATED_CLUSTERS)

@@ -12,11 +12,12 @@ import pytest
 
 from nightschool.challenges import CLUSTERS
 from nightschool.dream.frontier import FrontierTracker
-from nightschool.learn import FEATURE_NAMES, LivePrm, PrmParams, prm_path, save_checkpoint
+from nightschool.learn import FEATURE_NAMES, LivePrm, PrmParams, frontier, prm_path, save_checkpoint
 from nightschool.learn.frontier import (
     FRONTIER_PREFIX,
     PrmFrontierTracker,
     cluster_weights,
+    make_tracker,
     pick_frontier_seed,
 )
 from nightschool.llm import ScriptedModel
@@ -170,3 +171,20 @@ def test_practice_keeps_the_search_and_router_it_was_asked_for(
         curriculum=False, home=home, router=False,
     ) as practice:  # fmt: skip
         assert practice.loop.solver.search is None and practice.loop.solver.router is None
+
+
+@pytest.mark.parametrize("picker", ["brittle", "prm"])
+def test_the_dream_practises_web_automation_only_where_a_browser_runs(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    picker: str,
+) -> None:
+    monkeypatch.setattr(frontier, "web_problem", lambda: "no chromium here")
+    monkeypatch.setattr(frontier, "practice_clusters", lambda: CLUSTERS[:-1])
+    without = make_tracker(store, picker, tmp_path)
+    assert "web_automation" not in without.clusters and "sql" in without.clusters
+    assert "web_automation is left out of practice: no chromium here" in caplog.text
+    monkeypatch.setattr(frontier, "practice_clusters", lambda: CLUSTERS)
+    assert make_tracker(store, picker, tmp_path).clusters == CLUSTERS

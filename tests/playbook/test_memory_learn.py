@@ -23,6 +23,7 @@ def test_domains_are_the_taxonomy() -> None:
         "algo",
         "bash",
         "python_general",
+        "web_automation",
     )
 
 

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nightschool.challenges import CLUSTERS, Challenge
+from nightschool.challenges import GENERATED_CLUSTERS, Challenge
 from nightschool.challenges.generated import ChallengeBank, ChallengeGenerator, GenerationRequest
 from nightschool.challenges.journal import brief_for, find_candidates, unsafe_reason
 from nightschool.dream.frontier import FrontierTracker, SeedPick
@@ -150,6 +150,8 @@ class CurriculumSources:
     def _journal(self, pick: SeedPick, notify: Callable[[str], None]) -> Sourced | None:
         for candidate in find_candidates(self.store, limit=5):
             cluster = candidate.cluster_hint or pick.cluster
+            if cluster not in GENERATED_CLUSTERS:  # web_automation: no model-written challenges
+                continue
             tier = pick.tier if cluster == pick.cluster else "starter"
             reason = unsafe_reason(f"{candidate.request}\n{candidate.failure}")
             if reason is not None:
@@ -185,7 +187,7 @@ class CurriculumSources:
         made = Counter(
             row[0] for row in self.store.query("SELECT cluster FROM generated_challenges")
         )
-        needed = tuple(sorted(CLUSTERS, key=lambda c: (made[c], c))[:4])
+        needed = tuple(sorted(GENERATED_CLUSTERS, key=lambda c: (made[c], c))[:4])
         cluster = self.rng.choice(needed)
         forbidden: tuple[str, ...] = ()
         if made:

@@ -24,8 +24,10 @@ from __future__ import annotations
 import logging
 import math
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
+from nightschool.challenges import CLUSTERS, WEB_CLUSTER, practice_clusters, web_problem
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.errors import UserError
 from nightschool.learn._checkpoint import LivePrm, PrmParams, prm_path
@@ -110,10 +112,18 @@ class PrmFrontierTracker(FrontierTracker):
         store: the open database.
         prm: the live PRM (engaged only while a checkpoint is loaded).
         uniform_floor: chance a pick goes to the legacy picker.
+        clusters: clusters to track (default: every template-bank cluster).
     """
 
-    def __init__(self, store: Store, prm: LivePrm, *, uniform_floor: float = UNIFORM_FLOOR):
-        super().__init__(store)
+    def __init__(
+        self,
+        store: Store,
+        prm: LivePrm,
+        *,
+        uniform_floor: float = UNIFORM_FLOOR,
+        clusters: Sequence[str] = CLUSTERS,
+    ):
+        super().__init__(store, clusters=clusters)
         self.prm = prm
         self.uniform_floor = uniform_floor
 
@@ -148,10 +158,16 @@ def check_picker(frontier: str) -> None:
 def make_tracker(store: Store, frontier: str, home: Path | None) -> FrontierTracker:
     """The dream's tracker for picker `frontier` (`prm` needs `home`, else `brittle`).
 
+    It tracks `challenges.practice_clusters()`: `web_automation` only where
+    Chromium and Playwright are installed (a warning says so otherwise).
+
     Raises:
         UserError: `frontier` is not one of `PICKERS`.
     """
     check_picker(frontier)
+    clusters = practice_clusters()
+    if WEB_CLUSTER not in clusters:
+        logger.warning("%s is left out of practice: %s", WEB_CLUSTER, web_problem())
     if frontier == "prm" and home is not None:
-        return PrmFrontierTracker(store, LivePrm(prm_path(home)))
-    return FrontierTracker(store)
+        return PrmFrontierTracker(store, LivePrm(prm_path(home)), clusters=clusters)
+    return FrontierTracker(store, clusters=clusters)

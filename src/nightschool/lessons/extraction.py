@@ -51,7 +51,7 @@ tail ::= "\nDOMAINS: " domain domains? "\nCONFIDENCE: 0." [0-9] "\n"
 domains ::= ", " domain
 line ::= [A-Za-z] [^\n]{10,160}
 domain ::= "algo" | "bash" | "concurrency" | "data_analysis" | domain2
-domain2 ::= "python_general" | "regex_parse" | "sql"
+domain2 ::= "python_general" | "regex_parse" | "sql" | "web_automation"
 """
 """GBNF for the extraction reply, enforced where the backend supports grammars
 (the embedded model; a 135M model does not follow the format otherwise)."""

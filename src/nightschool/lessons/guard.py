@@ -26,6 +26,7 @@ _DOMAIN_KEYWORDS: dict[str, tuple[str, ...]] = {
     "concurrency": ("thread", "lock", "queue", "concurrent", "parallel", "race", "async"),
     "bash": ("bash", "shell", "awk", "sed", "grep", "command line", "rename files"),
     "algo": ("algorithm", "interval", "shortest path", "graph", "sort", "top-k", "dijkstra"),
+    "web_automation": ("playwright", "browser", "selector", "web page", "html form", "click"),
 }
 
 

@@ -18,8 +18,10 @@ DOMAINS: tuple[str, ...] = (
     "algo",
     "bash",
     "python_general",
+    "web_automation",
 )
-"""The lesson taxonomy (PRIOR-ART.md); a lesson's domains are a non-empty subset."""
+"""The lesson taxonomy (PRIOR-ART.md) and the bank's `web_automation` cluster; a lesson's
+domains are a non-empty subset."""
 
 SOURCES: tuple[str, ...] = (
     "reflection",
