@@ -23,6 +23,7 @@ from nightschool.server.dashboard import _plots, _queries, _results
 from nightschool.server.dashboard._aggregates import DAY_S, VERDICT_KINDS, Rate
 from nightschool.server.dashboard._auth import DASHBOARD_PATH
 from nightschool.server.dashboard._state import (
+    SECURITY_HEADERS,
     Dashboard,
     error_page,
     read_form,
@@ -263,6 +264,14 @@ def _add_trajectories(app: FastAPI, dash: Dashboard) -> None:
         if view is None:
             raise HTTPException(404, f"no trajectory {trajectory_id}")
         return dash.render(request, "trajectory.html", view=view, t=view.trajectory)
+
+    @app.get("/trajectories/{trajectory_id}/screenshots/{number}.png")
+    def screenshot(trajectory_id: str, number: int) -> Response:
+        found = dash.store.get_trajectory(_id(trajectory_id))
+        png = _queries.screenshot_png(found, number) if found is not None else None
+        if png is None:
+            raise HTTPException(404, "no such screenshot")
+        return Response(png, media_type="image/png", headers=SECURITY_HEADERS)
 
 
 def _add_lessons(app: FastAPI, dash: Dashboard) -> None:

@@ -8,6 +8,8 @@ paged with keyset cursors (newest first), so page 2,000 costs what page 1 does.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -209,6 +211,61 @@ class TrajectoryView:
     reflection: dict[str, Any] | None = None
     reflected_from: str | None = None
     frontier: dict[str, Any] | None = None
+    screenshots: list[dict[str, Any]] = field(default_factory=list)
+    """The browser's screenshots (`extra["screenshots"]`) that hold a PNG: number, url,
+    width, height, bytes (the image itself is served by `screenshot_png`)."""
+    extra_shown: dict[str, Any] = field(default_factory=dict)
+    """`extra` with each screenshot's base64 PNG replaced by a short note."""
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _screenshot_entries(extra: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = extra.get("screenshots")
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def screenshot_png(trajectory: Trajectory, number: int) -> bytes | None:
+    """The PNG of the trajectory's screenshot `number` (its `number` field), or None.
+
+    None when there is no such screenshot or its `png_base64` does not decode
+    to a PNG (the dashboard serves nothing else as an image).
+    """
+    for entry in _screenshot_entries(trajectory.extra):
+        if entry.get("number") == number:
+            try:
+                png = base64.b64decode(str(entry.get("png_base64", "")), validate=True)
+            except (binascii.Error, ValueError):
+                return None
+            return png if png.startswith(PNG_SIGNATURE) else None
+    return None
+
+
+def _screenshots(trajectory: Trajectory) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(the screenshots to show, `extra` without their base64 images)."""
+    shown: list[dict[str, Any]] = []
+    for entry in _screenshot_entries(trajectory.extra):
+        number = entry.get("number")
+        if isinstance(number, int) and screenshot_png(trajectory, number) is not None:
+            shown.append(
+                {
+                    "number": number,
+                    "url": str(entry.get("url", "")),
+                    "width": entry.get("width") if isinstance(entry.get("width"), int) else None,
+                    "height": entry.get("height") if isinstance(entry.get("height"), int) else None,
+                    "bytes": entry.get("bytes"),
+                }
+            )
+    extra = dict(trajectory.extra)
+    if "screenshots" in extra and isinstance(extra["screenshots"], list):
+        extra["screenshots"] = [
+            {**e, "png_base64": f"<{len(str(e.get('png_base64', '')))} base64 characters>"}
+            if isinstance(e, dict) and "png_base64" in e
+            else e
+            for e in extra["screenshots"]
+        ]
+    return shown, extra
 
 
 def trajectory_view(store: Store, trajectory_id: str) -> TrajectoryView | None:
@@ -262,6 +319,7 @@ def trajectory_view(store: Store, trajectory_id: str) -> TrajectoryView | None:
         }
     source = trajectory.extra.get("reflected_from")
     view.reflected_from = str(source) if source else None
+    view.screenshots, view.extra_shown = _screenshots(trajectory)
     run = store.query(
         "SELECT template, tier, seed, passed, attempts, duplicate, compression_delta, score "
         "FROM frontier_runs WHERE trajectory_id = ? LIMIT 1",
