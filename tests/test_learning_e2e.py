@@ -106,6 +106,9 @@ def test_failure_becomes_lesson_that_is_shown_then_retracted(tmp_path: Path) -> 
         "expert",
         "--seed",
         str(seed_b),
+        # the lesson only has to be shown here: no extraction and verification of a new one
+        "--verify-k",
+        "0",
     )
     newest = rows(
         home,
