@@ -15,6 +15,7 @@ from nightschool.strategies.contract import (
 )
 from nightschool.strategies.engine import Evolution, EvolutionConfig
 from nightschool.strategies.harness import BudgetExhausted, Harness
+from nightschool.strategies.hooks import PlayEvent, PlayHooks
 from nightschool.strategies.tasks import TaskSpec, draw_holdout, draw_train
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "EvolutionConfig",
     "Harness",
     "Node",
+    "PlayEvent",
+    "PlayHooks",
     "StrategyContractError",
     "TaskResult",
     "TaskSpec",

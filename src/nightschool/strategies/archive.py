@@ -59,6 +59,12 @@ class TaskResult:
         test_runs: `run_tests` calls.
         status: the play's status (`ok`, `error`, `budget`, `timeout`, `crash`).
         feedback: short validator feedback or strategy error ("" on pass).
+        seconds: wall-clock seconds of the play (the strategy in the sandbox with
+            its model calls and test runs; the re-verification excluded). Reported,
+            never gating. 0.0 in checkpoints written before it was recorded.
+        usage: the play's spend per role and model: dicts with `role` (`worker`
+            for sample/refine, `analyst` for critique), `model`, `calls`,
+            `tokens` and `seconds` (see `Harness.usage`).
     """
 
     task_id: str
@@ -69,6 +75,8 @@ class TaskResult:
     test_runs: int
     status: str
     feedback: str = ""
+    seconds: float = 0.0
+    usage: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -84,6 +92,8 @@ class Node:
         status: `baseline`, `candidate` or `author_failed`.
         score: train pass rate at its latest measurement (None: never played).
         cost: mean tokens per train task at its latest measurement.
+        seconds: mean play seconds per train task at its latest measurement
+            (latency: reported, never used by the champion policy).
         gzip_bytes: gzip size of `source` (description length), bytes.
         detail: author failure reason, or "".
         author_tokens: tokens spent authoring it.
@@ -97,17 +107,19 @@ class Node:
     status: str
     score: float | None = None
     cost: float | None = None
+    seconds: float | None = None
     gzip_bytes: int = 0
     detail: str = ""
     author_tokens: int = 0
     results: list[TaskResult] = field(default_factory=list)
 
     def measure(self, results: Sequence[TaskResult]) -> None:
-        """Store a measurement: score = pass rate, cost = mean tokens per task."""
+        """Store a measurement: score = pass rate, cost = mean tokens, seconds = mean latency."""
         self.results = list(results)
         n = max(1, len(results))
         self.score = sum(r.passed for r in results) / n
         self.cost = sum(r.tokens for r in results) / n
+        self.seconds = round(sum(r.seconds for r in results) / n, 4)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""

@@ -6,10 +6,17 @@ slice hid the tail's failure modes) — and answers with a strategy module in a
 fenced code block. When the primary model returns no code block, or code that
 breaks the contract, one retry goes to the fallback model (the primary again
 when there is none). Each attempt is recorded.
+
+The contract text the author sees can be the caller's (`evolve --contract
+FILE`): the authoring prompt is then a coordinate two runs can compare through
+the gate. Only the prompt changes; `lint_strategy` still enforces the real
+contract (author blindness, conserved dose) on whatever comes back.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,19 +27,38 @@ from nightschool.strategies.contract import CONTRACT_TEXT, lint_strategy
 
 __all__ = [
     "AUTHOR_GRAMMAR",
+    "AUTHOR_PREAMBLE",
     "AUTHOR_SYSTEM",
     "AuthorAttempt",
     "AuthorOutcome",
     "TaskLine",
     "author_candidate",
+    "author_messages",
+    "author_system",
     "compact_losses",
+    "contract_sha256",
 ]
 
-AUTHOR_SYSTEM = (
+AUTHOR_PREAMBLE = (
     "You design solving strategies for small coding tasks. A strategy is a short Python "
     "module that spends a fixed budget of model calls through a harness. Reply with the "
-    "complete module in exactly one ```python fenced code block.\n\n" + CONTRACT_TEXT
+    "complete module in exactly one ```python fenced code block.\n\n"
 )
+"""What the author's system prompt says before the contract text."""
+
+
+def author_system(contract: str = CONTRACT_TEXT) -> str:
+    """The author's system prompt: `AUTHOR_PREAMBLE` + `contract` (default: `CONTRACT_TEXT`)."""
+    return AUTHOR_PREAMBLE + contract
+
+
+def contract_sha256(contract: str) -> str:
+    """SHA-256 (hex) of the contract text as UTF-8: which contract a run's author saw."""
+    return hashlib.sha256(contract.encode("utf-8")).hexdigest()
+
+
+AUTHOR_SYSTEM = author_system()
+"""The author's system prompt with the built-in contract."""
 
 AUTHOR_GRAMMAR = r"""
 root ::= "```python\ndef solve(task, harness):\n" line more "```\n"
@@ -83,12 +109,14 @@ class AuthorAttempt:
         status: `ok`, `no_code`, `lint` or `infrastructure`.
         detail: the lint violations, or the fault, or "".
         tokens: prompt + completion tokens.
+        seconds: wall-clock seconds of the call.
     """
 
     model: str
     status: str
     detail: str
     tokens: int
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -116,15 +144,28 @@ class AuthorOutcome:
         return sum(a.tokens for a in self.attempts)
 
 
-def author_messages(incumbent_name: str, incumbent_source: str, losses: str) -> list[Message]:
-    """The author's prompt: contract, incumbent source, compacted results on every train task."""
+def author_messages(
+    incumbent_name: str, incumbent_source: str, losses: str, *, contract: str = CONTRACT_TEXT
+) -> list[Message]:
+    """The author's prompt: contract, incumbent source, compacted results on every train task.
+
+    Args:
+        incumbent_name: the incumbent's archive name.
+        incumbent_source: its module source.
+        losses: `compact_losses(...)` of its latest measurement.
+        contract: the contract text shown in the system prompt (`CONTRACT_TEXT`
+            unless the caller supplies its own).
+    """
     user = (
         f"The current best strategy is `{incumbent_name}`:\n\n```python\n{incumbent_source}```\n\n"
         f"Its results on every train task (id | cluster | result | checker feedback):\n{losses}\n\n"
         "Write a different strategy that should pass more tasks, or as many with fewer tokens. "
         "Reply with the complete module in one ```python block."
     )
-    return [{"role": "system", "content": AUTHOR_SYSTEM}, {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": author_system(contract)},
+        {"role": "user", "content": user},
+    ]
 
 
 def _attempt(
@@ -136,22 +177,26 @@ def _attempt(
     seed: int | None,
     grammar: str | None,
 ) -> tuple[AuthorAttempt, str]:
+    start = time.perf_counter()
     try:
         completion = model.complete(
             messages, temperature=temperature, max_tokens=max_tokens, seed=seed, grammar=grammar
         )
     except InfrastructureError as exc:
         fault = f"{type(exc).__name__}: {exc.message}"
-        return AuthorAttempt(model.name, "infrastructure", fault, 0), ""
+        seconds = round(time.perf_counter() - start, 4)
+        return AuthorAttempt(model.name, "infrastructure", fault, 0, seconds), ""
+    seconds = round(time.perf_counter() - start, 4)
     tokens = completion.tokens_in + completion.tokens_out
     code = extract_code(completion.text, "strategy.py") if "```" in completion.text else None
     if code is None:
-        return AuthorAttempt(model.name, "no_code", "the reply held no code block", tokens), ""
+        no_code = "the reply held no code block"
+        return AuthorAttempt(model.name, "no_code", no_code, tokens, seconds), ""
     violations = lint_strategy(code + "\n")
     if violations:
         detail = "; ".join(str(v) for v in violations[:8])
-        return AuthorAttempt(model.name, "lint", detail, tokens), code + "\n"
-    return AuthorAttempt(model.name, "ok", "", tokens), code + "\n"
+        return AuthorAttempt(model.name, "lint", detail, tokens, seconds), code + "\n"
+    return AuthorAttempt(model.name, "ok", "", tokens, seconds), code + "\n"
 
 
 def author_candidate(

@@ -26,6 +26,12 @@ strategies on all train tasks at once, the two holdout arms together. The
 local backend plays them one after the other here, as before; with Ray they
 run as tasks and come back in submission order, so the state is the same.
 
+Around every game the run calls its runtime hooks (`hooks.PlayHooks`:
+`before_play`, `after_play`; a watchdog or audit seam). Each play's latency
+and spend per role (worker, analyst) and model come back in its `TaskResult`;
+the run adds them, with the author's calls, to one cost ledger in the state
+(`ledger`). Latency is reported beside the verdict and never gates.
+
 State is checkpointed after every generation (`checkpoint.json` in the run
 directory); `Evolution.resume` continues after the last completed generation,
 so an interrupt loses at most the generation in progress.
@@ -35,12 +41,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
 
 from nightschool.errors import InfrastructureError, UserError
 from nightschool.gate import GateConfig, PairedResult, SequentialGate, promotion_gate
@@ -50,7 +55,6 @@ from nightschool.sandbox import Sandbox
 from nightschool.strategies.archive import (
     CHECKPOINT_NAME,
     AuthoringFailedError,
-    ChampionPolicy,
     Node,
     TaskResult,
     gzip_size,
@@ -64,64 +68,18 @@ from nightschool.strategies.author import (
     author_candidate,
     author_messages,
     compact_losses,
+    contract_sha256,
 )
 from nightschool.strategies.baselines import BASELINES
 from nightschool.strategies.champions import ChampionEntry, start_point
+from nightschool.strategies.config import EvolutionConfig
+from nightschool.strategies.contract import CONTRACT_TEXT
 from nightschool.strategies.games import Game, GameRules, play_game, stable_seed
+from nightschool.strategies.hooks import PlayEvent, PlayHooks
+from nightschool.strategies.ledger import add_attempts, add_results, latency, new_ledger
 from nightschool.strategies.tasks import TaskSpec, draw_holdout, draw_train
 
 __all__ = ["Evolution", "EvolutionConfig"]
-
-
-class EvolutionConfig(BaseModel):
-    """Settings of one evolution run (stored in the checkpoint)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    generations: int = Field(default=2, ge=0)
-    """Authored generations after generation 0."""
-    population: int = Field(default=2, ge=1)
-    """Candidates authored per generation."""
-    champion: ChampionPolicy = "costAware"
-    """Champion policy: `score`, or `costAware` (within epsilon, cheapest wins)."""
-    epsilon: float = Field(default=0.0, ge=0.0, lt=1.0)
-    """Train scores within epsilon are ties (pass-rate units)."""
-    budget: int = Field(default=3, ge=1)
-    """Model calls per strategy per task, the same for every strategy."""
-    train: int = Field(default=6, ge=1)
-    """Train tasks."""
-    holdout: int = Field(default=8, ge=1)
-    """Holdout tasks for the single promotion decision."""
-    seed: int = 0
-    """Seed of task draws, model calls and the gate."""
-    tier: str = "basic"
-    """Challenge tier of every task."""
-    clusters: tuple[str, ...] | None = None
-    """Restrict tasks to these clusters (None: all)."""
-    solve_max_tokens: int = Field(default=512, gt=0)
-    """Completion cap of each harness model call, tokens."""
-    temperature: float = Field(default=0.2, ge=0.0)
-    """Default sampling temperature of harness calls."""
-    author_temperature: float = Field(default=0.7, ge=0.0)
-    """Sampling temperature of the author (diversity across the population)."""
-    author_max_tokens: int = Field(default=768, gt=0)
-    """Completion cap of one authoring call, tokens."""
-    author_grammar: bool = False
-    """Constrain the author with `AUTHOR_GRAMMAR` (for a small local model)."""
-    gate_mode: Literal["superiority", "noninferiority_cheaper"] = "superiority"
-    """Promotion gate mode (see `nightschool.gate`)."""
-    gate_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
-    """One-sided false-promotion rate of the holdout gate."""
-    holdout_gate: Literal["fixed", "sequential"] = "fixed"
-    """`fixed`: play every holdout task, then `promotion_gate`. `sequential`: play the
-    holdout task by task and stop as soon as the anytime-valid `SequentialGate`
-    promotes (superiority only); the unplayed tasks cost nothing."""
-
-    @model_validator(mode="after")
-    def _sequential_needs_superiority(self) -> EvolutionConfig:
-        if self.holdout_gate == "sequential" and self.gate_mode != "superiority":
-            raise ValueError("the sequential holdout gate supports gate_mode='superiority' only")
-        return self
 
 
 def _pair(incumbent: TaskResult, candidate: TaskResult) -> PairedResult:
@@ -150,6 +108,8 @@ class Evolution:
         sandbox: runs strategies and validators.
         author: the authoring model (default: `model`).
         fallback: the author's retry model (default: `author`).
+        analyst: the critic's model, serving the strategies' `harness.critique`
+            calls (default: `model`); same budget, its own ledger role.
         on_event: progress callback (short strings).
         backend: where tournament games run (default: `LocalBackend`, one
             after the other in this process); authoring and the checkpoint
@@ -157,6 +117,10 @@ class Evolution:
         resources: the model and sandbox of each game; default: `model` and
             `sandbox` themselves (`LocalResources`). A remote backend needs
             `SettingsResources` that rebuild `model` in each worker.
+        analyst_resources: where a game gets the analyst's model; default:
+            `LocalResources(analyst, sandbox)` when `analyst` is given. A remote
+            backend needs `SettingsResources` for the analyst too.
+        hooks: `PlayHooks` called around every game (`nightschool.strategies.hooks`).
 
     Use `Evolution.start(config, ...)` for a new run or `Evolution.resume(run_dir, ...)`.
     """
@@ -170,9 +134,12 @@ class Evolution:
         sandbox: Sandbox,
         author: ChatModel | None = None,
         fallback: ChatModel | None = None,
+        analyst: ChatModel | None = None,
         on_event: Progress | None = None,
         backend: Backend | None = None,
         resources: Resources | None = None,
+        analyst_resources: Resources | None = None,
+        hooks: Sequence[PlayHooks] = (),
     ) -> None:
         self.run_dir = run_dir
         self.state = state
@@ -181,9 +148,15 @@ class Evolution:
         self.sandbox = sandbox
         self.author = author or model
         self.fallback = fallback
+        self.analyst = analyst
+        self.hooks = tuple(hooks)
         self.notify: Progress = on_event or (lambda _m: None)
         self.backend: Backend = backend or LocalBackend()
         self.resources: Resources = resources or LocalResources(model, sandbox)
+        if analyst_resources is None and analyst is not None:
+            analyst_resources = LocalResources(analyst, sandbox)
+        self.analyst_resources = analyst_resources
+        self.state.setdefault("ledger", new_ledger())
         self.archive = {n["name"]: Node.from_json(n) for n in state["archive"]}
         self.train = [TaskSpec.from_json(t) for t in state["train"]]
 
@@ -194,6 +167,7 @@ class Evolution:
         config: EvolutionConfig,
         *,
         champion: ChampionEntry | None = None,
+        contract_path: str | None = None,
         **kwargs: Any,
     ) -> Evolution:
         """Create a new run in `run_dir` (drawing the train slice) and checkpoint it.
@@ -204,6 +178,8 @@ class Evolution:
             champion: the registered champion to start from (None: the baselines
                 alone); stored in the checkpoint as `start_champion`, so a resumed
                 run keeps it even if the registry changed.
+            contract_path: where `config.contract` was read from, recorded with
+                its SHA-256 in `state["contract"]` (None: not from a file).
             **kwargs: the constructor's collaborators (`model`, `sandbox`, ...).
 
         Raises:
@@ -234,12 +210,19 @@ class Evolution:
             "status": "running",
             "error": None,
             "start_champion": start_point(champion),
+            "contract": {
+                "source": "built-in" if config.contract is None else "caller",
+                "path": contract_path,
+                "sha256": contract_sha256(config.contract or CONTRACT_TEXT),
+            },
+            "ledger": new_ledger(),
         }
         run = cls(run_dir, state, **kwargs)
         state["models"] = {
             "solver": run.model.name,
             "author": run.author.name,
             "fallback": (run.fallback or run.author).name,
+            "analyst": (run.analyst or run.model).name,
         }
         run.checkpoint()
         return run
@@ -294,6 +277,9 @@ class Evolution:
         self,
         plays: Sequence[tuple[str, Sequence[TaskSpec]]],
         announce: Sequence[str] = (),
+        *,
+        names: Sequence[str] = (),
+        phase: str = "train",
     ) -> list[list[TaskResult]]:
         """Play every (source, tasks) pair as one batch of games on the run's backend.
 
@@ -305,6 +291,9 @@ class Evolution:
             plays: (strategy source, tasks) pairs.
             announce: optional progress lines, one per pair, sent to `on_event`
                 when the pair's first game is submitted.
+            names: the strategies' archive names, one per pair, for the hooks
+                (missing: `?`).
+            phase: `train` or `holdout`, for the hooks.
 
         Returns:
             One result list per pair, in task order.
@@ -318,23 +307,42 @@ class Evolution:
             max_tokens=self.config.solve_max_tokens,
             temperature=self.config.temperature,
             seed=self.config.seed,
+            critic=self.analyst_resources,
         )
+        generation = int(self.state["generations_completed"]) + (phase == "train")
+        pending: deque[PlayEvent] = deque()
 
         def games() -> Iterator[Game]:
             for index, (source, tasks) in enumerate(plays):
                 if index < len(announce):
                     self.notify(announce[index])
+                name = names[index] if index < len(names) else "?"
                 for spec in tasks:
+                    event = PlayEvent(phase, generation, name, spec.task_id)
+                    pending.append(event)
+                    for hook in self.hooks:
+                        hook.before_play(event)
                     yield Game(source, spec)
 
+        def result(flat: Iterator[TaskResult]) -> TaskResult:
+            played = next(flat)
+            event = pending.popleft()
+            for hook in self.hooks:
+                hook.after_play(event, played)
+            return played
+
         with contextlib.closing(self.backend.map(play_game, rules, games())) as flat:
-            return [[next(flat) for _ in tasks] for _, tasks in plays]
+            out = [[result(flat) for _ in tasks] for _, tasks in plays]
+        for results in out:
+            add_results(self.state["ledger"], results)
+        return out
 
     def _measure(self, *nodes: Node) -> None:
         """Measure `nodes` on the train slice in one batch of games (`play_all`)."""
         results = self.play_all(
             [(node.source, self.train) for node in nodes],
             [f"playing {node.name} on {len(self.train)} train tasks" for node in nodes],
+            names=[node.name for node in nodes],
         )
         for node, measured in zip(nodes, results, strict=True):
             node.measure(measured)
@@ -348,6 +356,7 @@ class Evolution:
             "status": node.status,
             "score": node.score,
             "cost": node.cost,
+            "seconds": node.seconds,
             "gzip_bytes": node.gzip_bytes,
             "detail": node.detail,
             "results": [asdict(r) for r in node.results],
@@ -381,7 +390,10 @@ class Evolution:
     def _author(self, generation: int) -> list[Node]:
         incumbent = self.incumbent
         lines = [TaskLine(r.task_id, r.cluster, r.passed, r.feedback) for r in incumbent.results]
-        messages = author_messages(incumbent.name, incumbent.source, compact_losses(lines))
+        contract = self.config.contract or CONTRACT_TEXT
+        messages = author_messages(
+            incumbent.name, incumbent.source, compact_losses(lines), contract=contract
+        )
         nodes = []
         for index in range(1, self.config.population + 1):
             name = f"g{generation}c{index}"
@@ -395,6 +407,7 @@ class Evolution:
                 seed=_stable_seed(self.config.seed, name),
                 grammar=AUTHOR_GRAMMAR if self.config.author_grammar else None,
             )
+            add_attempts(self.state["ledger"], outcome.attempts)
             tried = " -> ".join(f"{a.model}:{a.status}" for a in outcome.attempts)
             nodes.append(
                 Node(
@@ -464,12 +477,14 @@ class Evolution:
             seed=self.config.seed,
             tier=self.config.tier,
             clusters=self.config.clusters,
+            offset=self.config.holdout_offset,
         )
         champion = self.incumbent
         baseline = self.archive[str(self.state["baseline_incumbent"])]
         record: dict[str, Any] = {
             "tasks": [t.to_json() for t in holdout],
             "drawn_after_generation": self.state["generations_completed"],
+            "offset": self.config.holdout_offset,
             "champion": champion.name,
             "baseline": baseline.name,
             "pairs": [],
@@ -496,7 +511,11 @@ class Evolution:
             theirs: list[TaskResult] = []
             ours: list[TaskResult] = []
             for task in holdout:
-                pair = self.play_all([(baseline.source, [task]), (champion.source, [task])])
+                pair = self.play_all(
+                    [(baseline.source, [task]), (champion.source, [task])],
+                    names=[baseline.name, champion.name],
+                    phase="holdout",
+                )
                 theirs += pair[0]
                 ours += pair[1]
                 decided = sequential.update(_pair(theirs[-1], ours[-1]))
@@ -505,7 +524,11 @@ class Evolution:
                     self.notify(f"sequential gate {outcome} after {len(ours)} of {len(holdout)}")
                     break
         else:
-            theirs, ours = self.play_all([(baseline.source, holdout), (champion.source, holdout)])
+            theirs, ours = self.play_all(
+                [(baseline.source, holdout), (champion.source, holdout)],
+                names=[baseline.name, champion.name],
+                phase="holdout",
+            )
         pairs = [_pair(b, c) for b, c in zip(theirs, ours, strict=True)]
         record["pairs"] = [asdict(p) for p in pairs]
         record["baseline_results"] = [asdict(r) for r in theirs]
@@ -516,7 +539,13 @@ class Evolution:
             key: None if isinstance(value, float) and math.isnan(value) else value
             for key, value in asdict(verdict).items()
         }
-        self.state["verdict"] = {**fields, "summary": verdict.summary()}
+        # Latency of every holdout play: reported beside the verdict, never gating.
+        record["latency"] = {"baseline": latency(theirs), "champion": latency(ours)}
+        self.state["verdict"] = {
+            **fields,
+            "summary": verdict.summary(),
+            "latency": record["latency"],
+        }
 
     def run(self) -> dict[str, Any]:
         """Run (or continue) to the end; checkpoint after each generation.

@@ -40,6 +40,8 @@ class GameRules:
         max_tokens: completion cap of each harness model call, tokens.
         temperature: default sampling temperature of harness calls.
         seed: the run's seed (mixed with the task id into the harness seed).
+        critic: the analyst's model (what serves `harness.critique`), as
+            resources whose `model()` is used; None: the solving model.
     """
 
     resources: Resources
@@ -47,6 +49,7 @@ class GameRules:
     max_tokens: int
     temperature: float
     seed: int
+    critic: Resources | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ def play_game(rules: GameRules, game: Game) -> TaskResult:
     """Play `game.source` on `game.spec` at the run's budget; the pass is re-verified.
 
     Returns:
-        The `TaskResult` (a strategy that crashes, loops or overspends is a
+        The `TaskResult` with the play's latency and its spend per role and
+        model (a strategy that crashes, loops or overspends is a
         failed result, never an exception).
 
     Raises:
@@ -79,6 +83,7 @@ def play_game(rules: GameRules, game: Game) -> TaskResult:
         temperature=rules.temperature,
         # Common random numbers: every strategy gets the same seeds per task.
         seed=stable_seed(rules.seed, spec.task_id),
+        critic=None if rules.critic is None else rules.critic.model(),
     )
     played = play_strategy(sandbox, game.source, harness, task_view(challenge, spec.task_id))
     passed, feedback = harness.verify(played.code)
@@ -93,4 +98,6 @@ def play_game(rules: GameRules, game: Game) -> TaskResult:
         test_runs=harness.test_runs,
         status=played.status,
         feedback="" if passed else feedback.strip()[-400:],
+        seconds=played.duration_s,
+        usage=harness.usage(),
     )

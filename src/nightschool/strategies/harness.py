@@ -10,10 +10,17 @@ visible output, never its source (author blindness), and is capped at
 
 The harness never trusts a score a strategy reports: `verify` re-runs the
 validator on the returned code itself.
+
+Roles: `sample` and `refine` are the *worker*'s calls; `critique` is the
+*analyst*'s, served by `critic` when one is given (a critic on a different
+model than the worker, `evolve --analyst-model`), else by the worker's model.
+Either way it costs one call of the same budget. `usage` reports tokens,
+calls and seconds per role and model (the run's cost ledger adds them up).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,11 +73,17 @@ class HarnessCall:
         op: `sample`, `refine`, `critique` or `run_tests`.
         tokens: prompt + completion tokens (0 for `run_tests`).
         ok: for `run_tests`, whether the code passed; None for model calls.
+        role: `worker` (sample, refine), `analyst` (critique) or `tests`.
+        model: the model that served the call ("" for `run_tests`).
+        seconds: wall-clock seconds of the call.
     """
 
     op: str
     tokens: int
     ok: bool | None = None
+    role: str = "worker"
+    model: str = ""
+    seconds: float = 0.0
 
 
 def task_view(challenge: Challenge, task_id: str) -> dict[str, str]:
@@ -98,6 +111,7 @@ class Harness:
         seed: base seed; call k uses `seed + k` so replays are reproducible.
         system_prompt: the system prompt of `sample` and `refine` (the solver's;
             self-play through a champion adds the playbook and worked examples).
+        critic: the model that serves `critique` (the analyst role); None: `model`.
 
     Attributes:
         calls: every metered call, in order.
@@ -112,6 +126,7 @@ class Harness:
     seed: int | None = None
     calls: list[HarnessCall] = field(default_factory=list)
     system_prompt: str = SYSTEM_PROMPT
+    critic: ChatModel | None = None
 
     @property
     def model_calls(self) -> int:
@@ -133,15 +148,46 @@ class Harness:
         """Tokens spent so far (the strategy's cost)."""
         return sum(c.tokens for c in self.calls)
 
+    def usage(self) -> list[dict[str, Any]]:
+        """Spend of the model calls so far, per (role, model), in first-use order.
+
+        Returns:
+            Dicts `{"role", "model", "calls", "tokens", "seconds"}` (tokens:
+            prompt + completion; seconds: wall-clock, rounded to 0.1 ms).
+        """
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for call in self.calls:
+            if call.op == "run_tests":
+                continue
+            row = rows.setdefault(
+                (call.role, call.model),
+                {"role": call.role, "model": call.model, "calls": 0, "tokens": 0, "seconds": 0.0},
+            )
+            row["calls"] += 1
+            row["tokens"] += call.tokens
+            row["seconds"] = round(row["seconds"] + call.seconds, 4)
+        return list(rows.values())
+
     def _complete(self, op: str, messages: list[Message], temperature: float | None) -> str:
         if self.budget_left <= 0:
             raise BudgetExhausted(f"no model calls left (budget {self.budget})")
         seed = None if self.seed is None else self.seed + self.model_calls
         temp = self.temperature if temperature is None else float(temperature)
-        completion = self.model.complete(
+        analyst = op == "critique"
+        model = (self.critic or self.model) if analyst else self.model
+        start = time.perf_counter()
+        completion = model.complete(
             messages, temperature=max(0.0, min(temp, 2.0)), max_tokens=self.max_tokens, seed=seed
         )
-        self.calls.append(HarnessCall(op, completion.tokens_in + completion.tokens_out))
+        self.calls.append(
+            HarnessCall(
+                op,
+                completion.tokens_in + completion.tokens_out,
+                role="analyst" if analyst else "worker",
+                model=model.name,
+                seconds=round(time.perf_counter() - start, 4),
+            )
+        )
         return completion.text
 
     @staticmethod
@@ -197,7 +243,7 @@ class Harness:
         return self._code(self._complete("refine", messages, None))
 
     def critique(self, code: str) -> str:
-        """The model's review of `code` (prose). One model call.
+        """The analyst's review of `code` (prose), by `critic` or else `model`. One model call.
 
         Raises:
             ValueError: `code` is over `MAX_CODE_CHARS` (no call is spent).
@@ -218,8 +264,10 @@ class Harness:
         """
         if self.test_runs >= self.budget + 1:
             raise BudgetExhausted(f"no test runs left ({self.budget + 1} allowed)")
+        start = time.perf_counter()
         evaluation = evaluate(self.sandbox, self.challenge, str(code))
-        self.calls.append(HarnessCall("run_tests", 0, evaluation.passed))
+        seconds = round(time.perf_counter() - start, 4)
+        self.calls.append(HarnessCall("run_tests", 0, evaluation.passed, "tests", "", seconds))
         if evaluation.passed:
             return PASSED
         return "FAILED: " + evaluation.feedback[-FEEDBACK_CHARS:]

@@ -7,6 +7,11 @@ task id; `draw_holdout` also asserts that no rendered challenge (by content
 hash) of the holdout appears in train. The evolution engine calls
 `draw_holdout` only after all authoring is done (no adaptive reuse of
 evaluation data enters the promotion verdict).
+
+With a holdout *offset* (`evolve --holdout-offset N`) the holdout's render
+seeds are consecutive, `HOLDOUT_SEED_BASE + N`, `+ N + 1`, ...: two runs whose
+offsets differ by at least the holdout size play disjoint holdouts (no shared
+task id), whatever their run seeds.
 """
 
 from __future__ import annotations
@@ -63,13 +68,18 @@ class TaskSpec:
         return cls(str(data["template"]), str(data["tier"]), seed)
 
 
-def _draw(
-    n: int, rng: random.Random, tier: str, seeds: range, clusters: Sequence[str] | None
-) -> list[TaskSpec]:
+def _names(rng: random.Random, clusters: Sequence[str] | None) -> list[str]:
     names = [t.name for t in templates() if clusters is None or t.cluster in clusters]
     if not names:
         raise ValueError(f"no templates in clusters {list(clusters or [])}")
     rng.shuffle(names)
+    return names
+
+
+def _draw(
+    n: int, rng: random.Random, tier: str, seeds: range, clusters: Sequence[str] | None
+) -> list[TaskSpec]:
+    names = _names(rng, clusters)
     chosen: list[TaskSpec] = []
     used: set[int] = set()
     for index in range(n):
@@ -117,19 +127,38 @@ def draw_holdout(
     seed: int,
     tier: str = "basic",
     clusters: Sequence[str] | None = None,
+    offset: int | None = None,
 ) -> list[TaskSpec]:
     """Draw `n` holdout tasks disjoint from `train` (asserted).
 
     Call only after all authoring is done.
 
+    Args:
+        n: holdout size.
+        train: the run's train slice.
+        seed: the run's seed (shuffles the templates; without `offset` it also
+            draws the render seeds).
+        tier: challenge tier.
+        clusters: restrict to these clusters (None: all).
+        offset: None: render seeds drawn at random from the holdout range.
+            An int: the consecutive render seeds `HOLDOUT_SEED_BASE + offset + i`
+            for i < n, so holdouts at offsets at least `n` apart share no task.
+
     Raises:
-        ValueError: `n` < 1.
+        ValueError: `n` < 1, or `offset` outside `[0, HOLDOUT_SEED_BASE - n]`.
         AssertionError: the drawn slice overlaps `train` (cannot happen by
             construction; checked anyway).
     """
     if n < 1:
         raise ValueError("the holdout slice needs at least one task")
     rng = random.Random(f"holdout:{seed}")
-    holdout = _draw(n, rng, tier, range(HOLDOUT_SEED_BASE, 2 * HOLDOUT_SEED_BASE), clusters)
+    if offset is None:
+        holdout = _draw(n, rng, tier, range(HOLDOUT_SEED_BASE, 2 * HOLDOUT_SEED_BASE), clusters)
+    else:
+        if not 0 <= offset <= HOLDOUT_SEED_BASE - n:
+            raise ValueError(f"holdout offset {offset} outside [0, {HOLDOUT_SEED_BASE - n}]")
+        names = _names(rng, clusters)
+        base = HOLDOUT_SEED_BASE + offset
+        holdout = [TaskSpec(names[i % len(names)], tier, base + i) for i in range(n)]
     assert_disjoint(train, holdout)
     return holdout
