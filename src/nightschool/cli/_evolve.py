@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -28,6 +28,97 @@ from nightschool.cli._parallel import (
 )
 from nightschool.errors import EXIT_CODES, NightschoolError, UserError
 from nightschool.privacy import no_external_network
+
+if TYPE_CHECKING:
+    from nightschool.config import Settings
+    from nightschool.llm import ChatModel
+    from nightschool.strategies.hooks import PlayHooks
+
+
+def read_contract(path: Path) -> str:
+    """The text of `--contract FILE` (UTF-8).
+
+    Raises:
+        UserError: the file is missing, unreadable, not UTF-8 or empty (exit 2).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"--contract {path}: cannot read it ({type(exc).__name__}: {exc})",
+            hint="give a readable UTF-8 text file with the contract the author should see",
+        ) from exc
+    if not text.strip():
+        raise UserError(f"--contract {path} is empty")
+    return text
+
+
+def check_options(
+    *,
+    champion: str,
+    gate_mode: str,
+    holdout_gate: str,
+    resume: Path | None,
+    run_dir: Path | None,
+    holdout: int,
+    holdout_offset: int | None,
+) -> None:
+    """Refuse contradictory or unknown option values before any work.
+
+    Raises:
+        UserError: the first problem found (exit 2).
+    """
+    # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
+    from nightschool.strategies.tasks import HOLDOUT_SEED_BASE
+
+    if champion not in ("score", "costAware"):
+        raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
+    if gate_mode not in ("superiority", "noninferiority_cheaper"):
+        raise UserError(f"--gate-mode {gate_mode!r}: use superiority or noninferiority_cheaper")
+    if holdout_gate not in ("fixed", "sequential"):
+        raise UserError(f"--holdout-gate {holdout_gate!r}: use fixed or sequential")
+    if holdout_gate == "sequential" and gate_mode != "superiority":
+        raise UserError("--holdout-gate sequential works with --gate-mode superiority only")
+    if holdout_offset is not None and holdout_offset > HOLDOUT_SEED_BASE - holdout:
+        raise UserError(f"--holdout-offset: at most {HOLDOUT_SEED_BASE - holdout}")
+    if resume is not None and run_dir is not None and resume != run_dir:
+        raise UserError("give either --run-dir (new run) or --resume (existing run)")
+
+
+def play_hooks(stack: contextlib.ExitStack, play_log: Path | None) -> list[PlayHooks]:
+    """The runtime hooks of this command line (`--play-log`), closed with `stack`.
+
+    Raises:
+        UserError: the play log cannot be opened (exit 2).
+    """
+    # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
+    from nightschool.strategies.hooks import PlayLog
+
+    hooks: list[PlayHooks] = []
+    if play_log is not None:
+        try:
+            log = PlayLog(play_log)
+        except OSError as exc:
+            raise UserError(f"--play-log {play_log}: cannot open it ({exc})") from exc
+        stack.callback(log.close)
+        hooks.append(log)
+    return hooks
+
+
+def named_model(settings: Settings, name: str, role: str) -> ChatModel:
+    """Build and check the model `name` on the same `--base-url` (or embedded) for `role`.
+
+    Raises:
+        UserError: an unknown model name without `--base-url` (exit 2).
+        ModelUnavailableError: the model does not answer (exit 3).
+    """
+    # function-local: CLI start-up time (llm loads httpx, ~60 modules, ~100 ms)
+    from nightschool.llm import check_model, make_model
+
+    with err.status(f"checking the {role} model ..."):
+        model = make_model(settings.model_copy(update={"model": name, "model_path": None}))
+        check_model(model)
+    return model
 
 
 @with_model_options
@@ -84,7 +175,48 @@ def evolve(
     ] = None,
     fallback_model: Annotated[
         str | None,
-        typer.Option(help="Author retry model on the same --base-url (default: the same model)."),
+        typer.Option(help="Author retry model on the same --base-url (default: the author model)."),
+    ] = None,
+    author_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model that authors the candidates: an embedded name, or a model on the "
+            "same --base-url (default: --model)."
+        ),
+    ] = None,
+    analyst_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Critic model serving the strategies' harness.critique calls (same budget), "
+            "e.g. a stronger critic beside a cheap worker: an embedded name or a model on "
+            "the same --base-url (default: --model)."
+        ),
+    ] = None,
+    contract: Annotated[
+        Path | None,
+        typer.Option(
+            "--contract",
+            help="Contract text the author sees instead of the built-in one (a new run; "
+            "recorded by path and sha256). The lint still enforces the real contract.",
+        ),
+    ] = None,
+    holdout_offset: Annotated[
+        int | None,
+        typer.Option(
+            "--holdout-offset",
+            min=0,
+            help="Holdout render seeds start at this offset (consecutive): runs whose offsets "
+            "differ by at least --holdout play disjoint holdouts (a new run; default: "
+            "seeds drawn at random by --seed).",
+        ),
+    ] = None,
+    play_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--play-log",
+            help="Append one JSON line per game (strategy, task, pass, tokens, seconds) "
+            "to this file as games finish (a runtime hook).",
+        ),
     ] = None,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: Annotated[
@@ -112,6 +244,10 @@ def evolve(
     With --backend ray the tournament games (every candidate on every train
     task, and the holdout games) run as Ray tasks; authoring, the checkpoint
     and the database stay in this process.
+
+    The report and checkpoint record each play's latency (reported, never
+    gating) and one cost ledger: tokens, calls and seconds per role (worker,
+    analyst, author) and model.
     """
     with errors_to_exit_codes(), contextlib.ExitStack() as stack:
         # Ray (if asked for) starts before the egress guard; its workers guard each game.
@@ -121,21 +257,20 @@ def evolve(
         # local-only, workers included: a non-loopback model server is refused (exit 2)
         stack.enter_context(no_external_network())
         # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
-        from nightschool.llm import check_model, make_model
         from nightschool.strategies import champions
         from nightschool.strategies.engine import Evolution, EvolutionConfig
         from nightschool.strategies.report import print_report, write_reports
 
-        if champion not in ("score", "costAware"):
-            raise UserError(f"--champion {champion!r}: use `score` or `costAware`")
-        if gate_mode not in ("superiority", "noninferiority_cheaper"):
-            raise UserError(f"--gate-mode {gate_mode!r}: use superiority or noninferiority_cheaper")
-        if holdout_gate not in ("fixed", "sequential"):
-            raise UserError(f"--holdout-gate {holdout_gate!r}: use fixed or sequential")
-        if holdout_gate == "sequential" and gate_mode != "superiority":
-            raise UserError("--holdout-gate sequential works with --gate-mode superiority only")
-        if resume is not None and run_dir is not None and resume != run_dir:
-            raise UserError("give either --run-dir (new run) or --resume (existing run)")
+        check_options(
+            champion=champion,
+            gate_mode=gate_mode,
+            holdout_gate=holdout_gate,
+            resume=resume,
+            run_dir=run_dir,
+            holdout=holdout,
+            holdout_offset=holdout_offset,
+        )
+        contract_text = read_contract(contract) if contract is not None else None
         if resume is not None:
             # function-local: CLI start-up time (strategies load numpy and scipy, ~1.1 s)
             from nightschool.strategies.archive import load_checkpoint
@@ -143,24 +278,34 @@ def evolve(
             load_checkpoint(resume)  # a missing or broken checkpoint is misuse (exit 2)
         settings = model_choice.settings()
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="strategies")
-        fallback = None
-        if fallback_model is not None:
-            with err.status("checking the fallback model ..."):
-                fallback = make_model(
-                    settings.model_copy(update={"model": fallback_model, "model_path": None})
-                )
-                check_model(fallback)
+        fallback = (
+            None if fallback_model is None else named_model(settings, fallback_model, "fallback")
+        )
+        author = None if author_model is None else named_model(settings, author_model, "author")
+        analyst = None if analyst_model is None else named_model(settings, analyst_model, "analyst")
         local = settings.base_url is None  # an embedded model: catalog or --model-path
+        hooks = play_hooks(stack, play_log)
 
         def on_event(message: str) -> None:
             err.print(f"[dim]·[/] {message}", highlight=False)
 
-        kwargs: dict[str, Any] = {"model": chat_model, "sandbox": sandbox, "fallback": fallback}
+        kwargs: dict[str, Any] = {
+            "model": chat_model,
+            "sandbox": sandbox,
+            "fallback": fallback,
+            "author": author,
+            "analyst": analyst,
+            "hooks": hooks,
+        }
         if parallel is not None:
             kwargs |= {
                 "backend": parallel,
                 "resources": remote_resources(settings, sandbox.config),
             }
+            if analyst_model is not None:
+                update = {"model": analyst_model, "model_path": None}
+                analyst_settings = settings.model_copy(update=update)
+                kwargs["analyst_resources"] = remote_resources(analyst_settings, sandbox.config)
         store = stack.enter_context(open_store(settings))
         if resume is not None:
             directory = resume
@@ -186,13 +331,22 @@ def evolve(
                 author_grammar=local,
                 gate_mode="superiority" if gate_mode == "superiority" else "noninferiority_cheaper",
                 holdout_gate="sequential" if holdout_gate == "sequential" else "fixed",
+                holdout_offset=holdout_offset,
+                contract=contract_text,
             )
             start = champions.current(store)
             if start is not None:
                 err.print(
                     f"starting from strategy champion {start.id} ({start.name})", highlight=False
                 )
-            run = Evolution.start(directory, config, champion=start, on_event=on_event, **kwargs)
+            run = Evolution.start(
+                directory,
+                config,
+                champion=start,
+                contract_path=None if contract is None else str(contract.resolve()),
+                on_event=on_event,
+                **kwargs,
+            )
         err.print(
             f"evolving with [bold]{chat_model.name}[/] · run dir {directory}", highlight=False
         )
