@@ -105,7 +105,8 @@ def _call(op: str, **args: Any) -> Any:
 
 
 def _quote(text: str, exact: bool) -> str:
-    return json.dumps(text) + ("s" if exact else "i")
+    # Playwright quotes these selectors as JSON.stringify does: non-ASCII stays as it is
+    return json.dumps(text, ensure_ascii=False) + ("s" if exact else "i")
 
 
 class Locator:
