@@ -11,6 +11,7 @@ where the cluster is left out (no browser; no model-written challenges).
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import urllib.error
@@ -38,6 +39,7 @@ from nightschool.challenges._website import Login, Site, serving
 from nightschool.challenges.generated import ChallengeGenerator
 from nightschool.llm import ScriptedModel
 from nightschool.sandbox import Sandbox, SandboxConfig
+from nightschool.solver import Solver
 
 HAS_CHROMIUM = Path("/usr/bin/chromium").exists() or shutil.which("chromium") is not None
 needs_browser = pytest.mark.skipif(
@@ -49,6 +51,7 @@ PAGE = """<!doctype html><title>Shop</title>
 <h1 id="title">Shop</h1>
 <form method="post" action="/buy">
   <label for="q">Quantity</label><input id="q" name="qty">
+  <input name="note" placeholder="Note for the courier…">
   <label for="c">Colour</label><select id="c" name="colour">
     <option value="r">Red</option><option value="t">Teal</option></select>
   <label><input type="checkbox" name="gift" value="yes"> Gift wrap</label>
@@ -155,6 +158,7 @@ with sync_playwright() as p:
     print(rows.count(), rows.all_inner_texts(), rows.nth(1).inner_text(), rows.last.inner_text())
     print(page.title(), page.url.endswith("/"), page.locator("#none").count())
     page.get_by_label("Quantity").fill("3")
+    page.get_by_placeholder("Note for the courier…", exact=True).fill("ring twice")
     page.select_option("#c", label="Teal")
     page.get_by_label("Gift wrap").check()
     print(page.is_checked("input[name=gift]"))
@@ -174,7 +178,8 @@ with sync_playwright() as p:
     assert lines[1] == "Shop True 0"
     assert lines[2:] == ["True", "timeout TimeoutError", "True True", "Bought True"]
     posts = [h for h in record if h["method"] == "POST"]
-    assert [p["form"] for p in posts] == [[["qty", "3"], ["colour", "t"], ["gift", "yes"]]]
+    sent = [["qty", "3"], ["note", "ring twice"], ["colour", "t"], ["gift", "yes"]]
+    assert [p["form"] for p in posts] == [sent]
 
 
 @needs_browser
@@ -218,6 +223,18 @@ def test_a_starter_validator_reports_a_missing_function_and_a_crash(sandbox: San
     assert good.passed, good.feedback
 
 
+@needs_browser
+def test_a_solved_web_challenge_keeps_its_final_page_in_the_trajectory(sandbox: Sandbox) -> None:
+    challenge = render("web_automation.form_fill", "basic", 4)
+    model = ScriptedModel([f"```python\n{challenge.reference_solution}```"])
+    result = Solver(model, sandbox).single_attempt().solve(challenge, session_id="web")
+    assert result.passed, result.trajectory.failure_reason
+    [shot] = result.trajectory.extra["screenshots"]
+    assert shot["number"] == 1 and shot["url"].endswith("/thanks")
+    assert (shot["width"], shot["height"]) == (800, 600) and 0 < shot["bytes"] <= 200_000
+    assert base64.b64decode(shot["png_base64"]).startswith(b"\x89PNG")
+
+
 # -- where the cluster is left out ------------------------------------------------------
 
 
@@ -238,7 +255,9 @@ def test_without_a_browser_practice_leaves_the_cluster_out(
 def test_the_model_never_writes_web_challenges() -> None:
     assert WEB_CLUSTER not in GENERATED_CLUSTERS
     generator = ChallengeGenerator(ScriptedModel(["unused"]), Sandbox(SandboxConfig()))
-    with pytest.raises(ValueError, match="unknown cluster or tier for a generated challenge: 'web_automation'"):
+    with pytest.raises(
+        ValueError, match="unknown cluster or tier for a generated challenge: 'web_automation'"
+    ):
         generator.generate(GenerationRequest(cluster=WEB_CLUSTER, tier="basic"))
 
 

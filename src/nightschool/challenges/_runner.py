@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nightschool.browser import Screenshot
 from nightschool.challenges._model import Challenge
 from nightschool.challenges._webrun import is_web, run_web_validation
 from nightschool.errors import ChallengeFaultError
@@ -23,12 +24,15 @@ class Evaluation:
         validation: the validator's run (it runs the solution itself).
         feedback: on failure, the tail of the validator's stdout and stderr (at
             most `FEEDBACK_CHARS` characters) to show the solver; "" on pass.
+        screenshot: a web challenge: the page the browser showed when the
+            validator finished (None for other challenges).
     """
 
     passed: bool
     setup: ExecResult
     validation: ExecResult
     feedback: str
+    screenshot: Screenshot | None = None
 
 
 def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Evaluation:
@@ -71,8 +75,9 @@ def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Ev
             solution_source,
             executable=challenge.solution_file.endswith(".sh"),
         )
+        shot = None
         if is_web(challenge.cluster):
-            validation = run_web_validation(sandbox, ws, challenge.validation_script)
+            validation, shot = run_web_validation(sandbox, ws, challenge.validation_script)
         else:
             validation = ws.run(python_argv("-"), stdin=challenge.validation_script)
     passed = validation.ok
@@ -81,6 +86,7 @@ def evaluate(sandbox: Sandbox, challenge: Challenge, solution_source: str) -> Ev
         setup=setup,
         validation=validation,
         feedback="" if passed else _feedback(validation, sandbox.config.timeout_s),
+        screenshot=shot,
     )
 
 

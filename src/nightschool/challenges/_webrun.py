@@ -56,6 +56,7 @@ from nightschool.browser import (
     BrowserResult,
     BrowserSession,
     BrowserUnavailableError,
+    Screenshot,
     find_chromium,
     read_call,
 )
@@ -80,9 +81,13 @@ WEB_BROWSER = BrowserConfig(
     sequence_timeout_s=12.0,
     hang_grace_s=5.0,
     max_text_chars=20_000,
+    viewport_width=800,
+    viewport_height=600,
+    max_screenshot_bytes=200_000,
 )
 """Browser limits of one evaluation: an action, a page load, one bridged call; reads
-return up to 20,000 characters (a table page)."""
+return up to 20,000 characters (a table page); the final screenshot is 800x600, at
+most 200 kB (the pages here come to 15-40 kB)."""
 
 MAX_MESSAGES = 600
 """Bridge requests one evaluation may make (a starter's 8 cases of ~10 calls each fit
@@ -161,7 +166,9 @@ def is_web(cluster: str) -> bool:
     return cluster == WEB_CLUSTER
 
 
-def run_web_validation(sandbox: Sandbox, ws: Workspace, validation_script: str) -> ExecResult:
+def run_web_validation(
+    sandbox: Sandbox, ws: Workspace, validation_script: str
+) -> tuple[ExecResult, Screenshot | None]:
     """Serve the site the setup wrote, then run the validator with the browser bridge.
 
     Args:
@@ -172,7 +179,8 @@ def run_web_validation(sandbox: Sandbox, ws: Workspace, validation_script: str) 
     Returns:
         The validator's run: `returncode` 0 on pass; `stdout` holds what it
         printed (its stderr: the bridge owns its stdout); `timed_out` when the
-        limit was reached.
+        limit was reached. And a screenshot of the page the browser showed at
+        the end (None when none was loaded or it failed).
 
     Raises:
         ChallengeFaultError: the setup wrote no readable `SITE_FILE`.
@@ -198,7 +206,8 @@ def run_web_validation(sandbox: Sandbox, ws: Workspace, validation_script: str) 
                 raise InfrastructureError(
                     f"the browser could not open the challenge's own page: {ready.error}"
                 )
-            return _Bridge(sandbox, server, browser).run(ws, validation_script)
+            result = _Bridge(sandbox, server, browser).run(ws, validation_script)
+            return result, browser.screenshot().screenshot
         finally:
             browser.close()
 

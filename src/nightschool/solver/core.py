@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nightschool.browser import screenshot_record
 from nightschool.challenges import Challenge, evaluate, validator_crash
 from nightschool.errors import ChallengeFaultError, InfrastructureError
 from nightschool.llm import ChatModel, Message
@@ -68,6 +69,10 @@ SYSTEM_PROMPT = (
 its own asserts and example runs to starter solutions, which failed at import (a
 wrong expected value of its own) or ran into the token cap mid-line (seen in 7 of
 the first 11 held-out items of a learning-curve run before this sentence)."""
+
+MAX_SCREENSHOTS = 4
+"""Screenshots a web challenge's trajectory keeps (the last attempts' final pages), as the
+chat agent keeps at most 4 per turn."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,8 @@ class _Episode:
     """The router's decision, when a router is in use."""
     lesson_ids: list[str] = field(default_factory=list)
     skill_ids: list[str] = field(default_factory=list)
+    screenshots: list[dict[str, object]] = field(default_factory=list)
+    """A web challenge: the final page of each attempt (`browser.screenshot_record`)."""
 
 
 class Solver:
@@ -476,6 +483,9 @@ class Solver:
         ep.seen[normalise_code(code, ep.challenge.solution_file)] = attempt
         ep.passed = evaluation.passed
         ep.feedback = evaluation.feedback[-cfg.feedback_chars :]
+        if evaluation.screenshot is not None:
+            shot = screenshot_record(evaluation.screenshot, attempt)
+            ep.screenshots = [*ep.screenshots, shot][-MAX_SCREENSHOTS:]
         if evaluation.validation.timed_out:
             ep.tool_errors += 1
         if not ep.passed:
@@ -553,6 +563,8 @@ class Solver:
             }
         if infra is not None:
             extra["infrastructure_error"] = f"{type(infra).__name__}: {infra.message}"
+        if ep.screenshots:
+            extra["screenshots"] = ep.screenshots
         return Trajectory(
             session_id=session_id,
             task_kind="selfplay",
