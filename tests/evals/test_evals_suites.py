@@ -17,7 +17,7 @@ from nightschool.sandbox import Sandbox
 
 def test_regression_covers_every_cluster_and_tier_once() -> None:
     suite = get_suite("regression", seed=0)
-    assert len(suite.tasks) == len(CLUSTERS) * len(TIERS) == 35
+    assert len(suite.tasks) == len(CLUSTERS) * len(TIERS) == 40
     pairs = {(t.meta["cluster"], t.meta["tier"]) for t in suite.tasks}
     assert pairs == {(c, t) for c in CLUSTERS for t in TIERS}
     assert all(t.id.endswith(":0") for t in suite.tasks)
@@ -41,7 +41,7 @@ def test_regression_seed_changes_the_tasks() -> None:
     assert a != b
 
 
-@pytest.mark.parametrize("index", [0, 13, 27])
+@pytest.mark.parametrize("index", [0, 13, 27, 37])  # 37: a web_automation task
 def test_regression_reference_passes_and_wrong_fails(sandbox: Sandbox, index: int) -> None:
     challenge = regression_challenges(0)[index]
     task = get_suite("regression", 0).tasks[index]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tests.lessons._scripted import asked
 
-from nightschool.challenges import Challenge, render, templates
+from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.dream import DreamLoop, FrontierTracker
 from nightschool.dream.loop import DREAM_SEED_LIMIT
 from nightschool.errors import UserError
@@ -260,11 +260,12 @@ def test_dream_turns_a_pass_into_a_verified_skill_with_provenance(
 
 def test_heldout_sets_are_disjoint_and_cover_every_cluster_and_tier() -> None:
     heldout = build_heldout(["starter", "basic"], per_cell=2, seed=0)
-    assert len(heldout.set_a) == len(heldout.set_b) == 7 * 2 * 2
-    assert len(heldout.unseen_templates) == 7
+    assert len(CLUSTERS) == 8  # web_automation's items came last: the others' are unchanged
+    assert len(heldout.set_a) == len(heldout.set_b) == 8 * 2 * 2
+    assert len(heldout.unseen_templates) == 8
     for items in (heldout.set_a, heldout.set_b):
         cells = {(i.challenge.cluster, i.challenge.tier) for i in items}
-        assert len(cells) == 14
+        assert len(cells) == 16
     assert all(i.challenge.seed >= HELDOUT_SEED_BASE for i in heldout.items)
     practised = {t.name for t in templates()} - heldout.unseen_templates
     assert {i.challenge.template for i in heldout.set_a} <= practised

@@ -1,7 +1,8 @@
 """The `regression` suite: a fixed, seeded set of template challenges.
 
-One challenge per (cluster, tier) pair: 7 clusters x 5 tiers (starter to
-expert) = 35 tasks. For each pair the template is drawn from that cluster's
+One challenge per (cluster, tier) pair: 8 clusters x 5 tiers (starter to
+expert) = 40 tasks (35 before `web_automation`, whose 5 are judged with the
+host's browser: `challenges._webrun`). For each pair the template is drawn from that cluster's
 templates with `random.Random(f"regression:{seed}:{cluster}:{tier}")` and
 rendered with the suite seed, so the same seed gives the same tasks (and task
 ids `<template>:<tier>:<seed>`) in any process. Adding the `starter` tier left
