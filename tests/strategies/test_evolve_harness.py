@@ -224,3 +224,50 @@ def test_lone_surrogates_from_a_strategy_cannot_crash_the_parent(
     _, failed = play(sandbox, challenge, raising)
     assert failed.status == "error" and "bad" in failed.detail
     failed.detail.encode("utf-8")
+
+
+PANEL = """\
+def solve(task, harness):
+    notes = harness.critique("", persona="a tester who lists the task's edge cases")
+    code = harness.sample(prompt_extra="Handle: " + notes[:1500], persona="a careful engineer")
+    remarks = []
+    for reviewer in ("a security reviewer", "a performance reviewer"):
+        if harness.budget_left > 1:
+            remarks.append(harness.critique(code, persona=reviewer))
+    return harness.refine(code, " ".join(remarks), persona="the engineer again")
+"""
+
+
+def test_personas_run_several_roles_over_one_budget(sandbox: Sandbox, challenge: Challenge) -> None:
+    from nightschool.strategies.contract import CONTRACT_TEXT, lint_strategy
+    from nightschool.strategies.harness import CRITIC_PROMPT
+
+    assert lint_strategy(PANEL) == []  # the lint admits multi-role strategies
+    assert 'persona="a careful engineer"' in CONTRACT_TEXT  # the contract documents them
+    replies = ["empty input", fenced("print(1)"), "fine", "fine", fenced("print(2)")]
+    harness, result = play(sandbox, challenge, PANEL, replies, budget=5)
+    assert result.status == "ok" and result.code == "print(2)"
+    model = harness.model
+    assert isinstance(model, ScriptedModel)
+    systems = [c.messages[0]["content"] for c in model.calls]
+    assert systems[0] == f"You are a tester who lists the task's edge cases.\n\n{CRITIC_PROMPT}"
+    assert systems[1].startswith("You are a careful engineer.\n\n")
+    assert systems[2].startswith("You are a security reviewer.\n\n")
+    assert systems[3].startswith("You are a performance reviewer.\n\n")
+    assert systems[4].startswith("You are the engineer again.\n\n")
+    assert "print(1)" in model.calls[2].messages[-1]["content"]  # the panel saw the draft
+    assert "Handle: empty input" in model.calls[1].messages[-1]["content"]
+    assert harness.model_calls == 5 and harness.budget_left == 0  # one budget for all roles
+    assert [u["role"] for u in harness.usage()] == ["analyst", "worker"]
+
+
+def test_a_persona_is_capped_and_optional(sandbox: Sandbox, challenge: Challenge) -> None:
+    from nightschool.solver.core import SYSTEM_PROMPT
+
+    model = ScriptedModel([fenced("print(1)")])
+    harness = Harness(model, sandbox, challenge, budget=2)
+    with pytest.raises(ValueError, match="persona"):
+        harness.sample(persona="x" * 301)
+    assert harness.model_calls == 0  # refused before any call
+    harness.sample()
+    assert model.calls[0].messages[0]["content"] == SYSTEM_PROMPT  # no persona: unchanged

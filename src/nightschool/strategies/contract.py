@@ -17,6 +17,11 @@ itself may not be aliased, passed or matched on, and only its documented API
 Reflection is closed without dunders too: no private attributes (`_x`) and no
 frame/code/traceback attributes (`gi_frame.f_builtins` reaches every builtin),
 in attribute chains and in `match` class patterns alike.
+
+Multi-role strategies are within the contract: `persona="..."` on `sample`,
+`refine` and `critique` makes one call speak as a role (researcher -> engineer
+hand-offs, a reviewer panel), each call metered from the same budget; the
+lint admits it as any keyword argument of a harness method.
 """
 
 from __future__ import annotations
@@ -215,18 +220,27 @@ task: a dict with keys "id", "prompt" (the full task text), "solution_file"
 harness: the ONLY way to spend compute. Every model call costs one call from a
 fixed budget that is the same for every strategy; a call over budget raises an
 exception (catch it with `except Exception`).
-  harness.sample(prompt_extra="", temperature=None) -> str
+  harness.sample(prompt_extra="", temperature=None, persona="") -> str
       a fresh solution from the model; prompt_extra is appended to the task.
-  harness.refine(code, feedback) -> str
+  harness.refine(code, feedback, persona="") -> str
       an improved solution given your code and a feedback text.
-  harness.critique(code) -> str
+  harness.critique(code, persona="") -> str
       the model's review of the code (prose, no code).
   harness.run_tests(code) -> str
       runs the task's checker: "PASSED" when it passes, else "FAILED: " and the
       checker's output tail. Costs no model call (limited to budget + 1 runs).
   harness.budget_left -> int   (a property: model calls left)
+Personas: persona="..." makes the model play a role for that one call (it is
+put before the call's instructions), so one strategy can run several roles
+over the same budget, each call costing one call as usual. For example a
+researcher hands notes to an engineer:
+    notes = harness.critique("", persona="a tester listing the task's edge cases")
+    code = harness.sample(prompt_extra="Handle: " + notes[:1500],
+                          persona="a careful engineer")
+or a panel reviews one draft, and its remarks go into one refine call.
 Text limits (a longer argument raises an exception and costs nothing):
-prompt_extra and feedback at most 2000 characters, code at most 6000.
+prompt_extra and feedback at most 2000 characters, code at most 6000,
+persona at most 300.
 Rules (checked by a linter; violations reject the strategy):
   - imports: only `re` and `math`;
   - re and math only as re.<function>(...) / math.<function>(...) (or

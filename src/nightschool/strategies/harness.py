@@ -11,6 +11,12 @@ visible output, never its source (author blindness), and is capped at
 The harness never trusts a score a strategy reports: `verify` re-runs the
 validator on the returned code itself.
 
+Personas: `sample`, `refine` and `critique` take an optional `persona` (at
+most `MAX_PERSONA_CHARS`), a role the model plays for that call, put before
+the call's system prompt. A strategy can so run several roles (a researcher
+hands notes to an engineer, a panel of reviewers) over the same metered budget:
+each call still costs one call, whoever it speaks as.
+
 Roles: `sample` and `refine` are the *worker*'s calls; `critique` is the
 *analyst*'s, served by `critic` when one is given (a critic on a different
 model than the worker, `evolve --analyst-model`), else by the worker's model.
@@ -43,6 +49,9 @@ MAX_PROMPT_EXTRA_CHARS = 2000
 MAX_FEEDBACK_CHARS = 2000
 """Longest `feedback` a strategy may pass to `refine`, characters (`run_tests`
 answers at most `FEEDBACK_CHARS` + 8)."""
+
+MAX_PERSONA_CHARS = 300
+"""Longest `persona` a strategy may pass to a model call, characters."""
 
 MAX_CODE_CHARS = 6000
 """Longest `code` a strategy may pass to `refine` or `critique`, characters.
@@ -168,6 +177,12 @@ class Harness:
             row["seconds"] = round(row["seconds"] + call.seconds, 4)
         return list(rows.values())
 
+    @staticmethod
+    def _as(persona: str, system: str) -> str:
+        """`system` spoken as `persona` (unchanged when there is none)."""
+        persona = " ".join(persona.split())
+        return f"You are {persona}.\n\n{system}" if persona else system
+
     def _complete(self, op: str, messages: list[Message], temperature: float | None) -> str:
         if self.budget_left <= 0:
             raise BudgetExhausted(f"no model calls left (budget {self.budget})")
@@ -198,40 +213,49 @@ class Harness:
     def _code(self, reply: str) -> str:
         return extract_code(reply, self.challenge.solution_file) or ""
 
-    def sample(self, prompt_extra: str = "", temperature: float | None = None) -> str:
+    def sample(
+        self, prompt_extra: str = "", temperature: float | None = None, persona: str = ""
+    ) -> str:
         """A fresh solution; `prompt_extra` is appended to the task. One model call.
+
+        Args:
+            prompt_extra: text appended to the task prompt.
+            temperature: this call's temperature (None: the run's).
+            persona: a role for this call ("" for none), e.g. "a careful engineer".
 
         Returns:
             The extracted code ("" when the reply held none).
 
         Raises:
             BudgetExhausted: no model calls left.
-            ValueError: `prompt_extra` is longer than `MAX_PROMPT_EXTRA_CHARS`
-                (no call is spent).
+            ValueError: `prompt_extra` is longer than `MAX_PROMPT_EXTRA_CHARS`, or
+                `persona` than `MAX_PERSONA_CHARS` (no call is spent).
             InfrastructureError: the model failed (not the strategy's fault).
         """
         self._check_length("prompt_extra", prompt_extra, MAX_PROMPT_EXTRA_CHARS)
+        self._check_length("persona", persona, MAX_PERSONA_CHARS)
         prompt = self.challenge.prompt
         if prompt_extra:
             prompt = f"{prompt}\n\n{prompt_extra}"
         messages: list[Message] = [
-            {"role": "system", "content": self.system_prompt},
+            {"role": "system", "content": self._as(persona, self.system_prompt)},
             {"role": "user", "content": prompt},
         ]
         return self._code(self._complete("sample", messages, temperature))
 
-    def refine(self, code: str, feedback: str) -> str:
-        """An improved solution given `code` and `feedback`. One model call.
+    def refine(self, code: str, feedback: str, persona: str = "") -> str:
+        """An improved solution given `code` and `feedback`, spoken as `persona`. One model call.
 
         Raises:
-            ValueError: `code` or `feedback` is over `MAX_CODE_CHARS` /
-                `MAX_FEEDBACK_CHARS` (no call is spent).
+            ValueError: `code`, `feedback` or `persona` is over `MAX_CODE_CHARS` /
+                `MAX_FEEDBACK_CHARS` / `MAX_PERSONA_CHARS` (no call is spent).
         """
         self._check_length("code", code, MAX_CODE_CHARS)
         self._check_length("feedback", feedback, MAX_FEEDBACK_CHARS)
+        self._check_length("persona", persona, MAX_PERSONA_CHARS)
         file = self.challenge.solution_file
         messages: list[Message] = [
-            {"role": "system", "content": self.system_prompt},
+            {"role": "system", "content": self._as(persona, self.system_prompt)},
             {"role": "user", "content": self.challenge.prompt},
             {"role": "assistant", "content": f"```\n{code}\n```"},
             {
@@ -242,15 +266,20 @@ class Harness:
         ]
         return self._code(self._complete("refine", messages, None))
 
-    def critique(self, code: str) -> str:
+    def critique(self, code: str, persona: str = "") -> str:
         """The analyst's review of `code` (prose), by `critic` or else `model`. One model call.
 
+        `persona` sets the reviewer's role ("" for the plain critic), e.g. "a
+        tester who lists the task's edge cases" (with `code` a draft or empty).
+
         Raises:
-            ValueError: `code` is over `MAX_CODE_CHARS` (no call is spent).
+            ValueError: `code` is over `MAX_CODE_CHARS`, or `persona` over
+                `MAX_PERSONA_CHARS` (no call is spent).
         """
         self._check_length("code", code, MAX_CODE_CHARS)
+        self._check_length("persona", persona, MAX_PERSONA_CHARS)
         messages: list[Message] = [
-            {"role": "system", "content": CRITIC_PROMPT},
+            {"role": "system", "content": self._as(persona, CRITIC_PROMPT)},
             {"role": "user", "content": f"Task:\n{self.challenge.prompt}\n\nSolution:\n{code}"},
         ]
         return self._complete("critique", messages, None).strip()
@@ -292,15 +321,16 @@ class Harness:
         """
         if op == "budget_left":
             return self.budget_left
+        persona = str(args.get("persona", ""))
         if op == "sample":
             temperature = args.get("temperature")
             if temperature is not None and not isinstance(temperature, int | float):
                 raise ValueError("temperature must be a number")
-            return self.sample(str(args.get("prompt_extra", "")), temperature)
+            return self.sample(str(args.get("prompt_extra", "")), temperature, persona)
         if op == "refine":
-            return self.refine(str(args.get("code", "")), str(args.get("feedback", "")))
+            return self.refine(str(args.get("code", "")), str(args.get("feedback", "")), persona)
         if op == "critique":
-            return self.critique(str(args.get("code", "")))
+            return self.critique(str(args.get("code", "")), persona)
         if op == "run_tests":
             return self.run_tests(str(args.get("code", "")))
         raise ValueError(f"unknown harness call {op!r}")

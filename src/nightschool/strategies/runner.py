@@ -76,12 +76,13 @@ def _call(op, **args):
 
 class Harness:
     __slots__ = ()
-    def sample(self, prompt_extra="", temperature=None):
-        return _call("sample", prompt_extra=str(prompt_extra), temperature=temperature)
-    def refine(self, code, feedback):
-        return _call("refine", code=str(code), feedback=str(feedback))
-    def critique(self, code):
-        return _call("critique", code=str(code))
+    def sample(self, prompt_extra="", temperature=None, persona=""):
+        return _call("sample", prompt_extra=str(prompt_extra), temperature=temperature,
+                     persona=str(persona))
+    def refine(self, code, feedback, persona=""):
+        return _call("refine", code=str(code), feedback=str(feedback), persona=str(persona))
+    def critique(self, code, persona=""):
+        return _call("critique", code=str(code), persona=str(persona))
     def run_tests(self, code):
         return _call("run_tests", code=str(code))
     @property
