@@ -207,7 +207,8 @@ def run_web_validation(
                     f"the browser could not open the challenge's own page: {ready.error}"
                 )
             result = _Bridge(sandbox, server, browser).run(ws, validation_script)
-            return result, browser.screenshot().screenshot
+            shot = browser.screenshot().screenshot if browser.is_open else None
+            return result, shot
         finally:
             browser.close()
 
