@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import html
-import json
 import random
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -116,18 +115,15 @@ def web_prompt(task: str, page: str, output: str, rules: Sequence[str], tier: in
     return "\n\n".join(parts) + "\n"
 
 
-def program(steps: Iterable[str], helpers: str = "") -> str:
-    """A solution program: open the page, run `steps` (one statement or block each), close.
+def program(steps: Iterable[str]) -> str:
+    """A solution program: open the page at `NS_PAGE_URL`, run `steps`, close the browser.
 
     Args:
         steps: source lines of the body, unindented (nested blocks indented by 4).
-        helpers: module-level source placed before the main block (functions).
     """
     body = textwrap.indent("\n".join(steps), " " * 4)
-    head = "import os\nfrom playwright.sync_api import sync_playwright\n"
-    extra = f"\n\n{textwrap.dedent(helpers).strip()}\n" if helpers.strip() else ""
     return (
-        f"{head}{extra}\n\n"
+        "import os\nfrom playwright.sync_api import sync_playwright\n\n\n"
         "with sync_playwright() as p:\n"
         "    browser = p.chromium.launch()\n"
         "    page = browser.new_page()\n"
@@ -346,8 +342,3 @@ if DATA["posts"] is not None:
 passed()
 """
 """Validator body of every web starter: the calls' return values, then the posts in order."""
-
-
-def dumps(value: Any) -> str:
-    """`value` as compact JSON (for a page's script)."""
-    return json.dumps(value, separators=(",", ":"))
