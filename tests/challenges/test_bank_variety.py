@@ -32,6 +32,12 @@ SEEDS = [VARIETY_SEED_BASE + k for k in range(2)]
 seed's validator (the bench measures more seeds: `bench/bench_bank_variety.py`)."""
 
 
+WEB_TIERS = ("starter", "expert")
+"""Tiers at which web_automation templates are checked here: each of their evaluations
+starts its own Chromium (2-5 s). `bench/bench_web.py` checks every tier with 4 seeds
+(cross-seed 0/36 at each)."""
+
+
 @pytest.fixture(scope="module")
 def sandbox() -> Sandbox:
     return Sandbox(SandboxConfig(timeout_s=30))
@@ -47,7 +53,11 @@ def pool() -> Iterator[ThreadPoolExecutor]:
 def test_cross_seed_pass_rate_is_at_most_a_fifth(
     sandbox: Sandbox, pool: ThreadPoolExecutor, tier: str
 ) -> None:
-    results = [cross_seed(sandbox, t.name, tier, SEEDS, pool) for t in templates()]
+    results = [
+        cross_seed(sandbox, t.name, tier, SEEDS, pool)
+        for t in templates()
+        if t.cluster != "web_automation" or tier in WEB_TIERS
+    ]
     broken = {r.template: r.own_failures for r in results if r.own_failures}
     assert not broken, f"references failing their own seed's validator: {broken}"
     passes = sum(r.passes for r in results)
