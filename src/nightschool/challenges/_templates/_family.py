@@ -36,6 +36,15 @@ def variant(rng: random.Random, *axes: Sequence[str]) -> set[str]:
     return {rng.choice(list(axis)) for axis in axes}
 
 
+def pick(tags: set[str], axis: Sequence[str]) -> str:
+    """The tag `variant` drew from `axis` (one of `tags`).
+
+    Raises:
+        StopIteration: no tag of `axis` is in `tags` (the axis was not drawn).
+    """
+    return next(iter(tags & set(axis)))
+
+
 def family_size(*axes: Sequence[str]) -> int:
     """How many different tasks `variant` can draw from `axes` (the product of their sizes)."""
     size = 1

@@ -31,6 +31,7 @@ from nightschool.challenges._templates._family import (  # re-exported: template
 from nightschool.challenges._templates._family import differs as differs
 from nightschool.challenges._templates._family import family_rivals as family_rivals
 from nightschool.challenges._templates._family import family_size as family_size
+from nightschool.challenges._templates._family import pick as pick
 from nightschool.challenges._templates._family import separates as separates
 from nightschool.challenges._templates._family import variant as variant
 

@@ -21,6 +21,7 @@ from nightschool.challenges._templates._kit import (
     differs,
     files_setup,
     near_miss,
+    pick,
     prompt,
     select,
     stdout_validator,
@@ -149,7 +150,7 @@ def report(lines: list[str], tags: set[str]) -> list[str]:
 
 
 def _layout(tags: set[str], with_bytes: bool) -> str:
-    key, value = _WORDS[next(iter(tags & set(MEASURES)))][:2]
+    key, value = _WORDS[pick(tags, MEASURES)][:2]
     cols = [value, "BYTES"] if with_bytes else [value]
     if "rev" in tags:
         return " ".join([*cols, key])
@@ -206,7 +207,7 @@ class AccessLog(TemplateBase):
                 break
         else:
             raise RenderError(f"{self.name}: data does not separate the near-miss or the variants")
-        measure = next(iter(tags & set(MEASURES)))
+        measure = pick(tags, MEASURES)
         key, value, meaning, scope = _WORDS[measure]
         if "bykey" in tags:
             order = f"sorted by {key} in byte order (the order of `LC_ALL=C sort`)"

@@ -21,6 +21,7 @@ from nightschool.challenges._templates._kit import (
     differs,
     files_setup,
     near_miss,
+    pick,
     prompt,
     select,
     twists,
@@ -148,7 +149,7 @@ def _names(rng: random.Random, level: int, tags: set[str]) -> list[str]:
             "ext": [f"{w}.md", f"{w}.TXT"],
             "archive": [f"archive/{w}.txt", f"archive/{w}_1.txt"],
             "backup": [f"{w}.txt.bak", f"{w}.TXT"],
-        }[next(iter(tags & set(OPS)))]
+        }[pick(tags, OPS)]
     return names
 
 
@@ -176,7 +177,7 @@ class RenameFiles(TemplateBase):
         ) or (not separates(lambda t: outcome(files, t), ref, AXES)):
             raise RenderError(f"{self.name}: data does not separate the near-miss or the variants")
         tree, log = outcome(files, ref)
-        op = next(iter(tags & set(OPS)))
+        op = pick(tags, OPS)
         task = (
             f"Tidy a folder: {_TASKS[op]} Leave every other file alone (for example "
             "`a.txt.bak` or `b.csv`). Handle the files in byte order of their names (the order "
@@ -199,7 +200,7 @@ class RenameFiles(TemplateBase):
             "log": f"the changed files in `inbox/`, contents unchanged; print {report}.",
             "dry": "this is a dry run: change nothing in `inbox/`, only print what would be done: "
             f"{report}.",
-        }[next(iter(tags & set(MODES)))]
+        }[pick(tags, MODES)]
         rules = [
             "Some file names contain spaces (like `meeting notes.txt`).",
             f"The extension may be in any case (`.TXT`, `.Txt`): handle those too; {_CASES[op]}.",

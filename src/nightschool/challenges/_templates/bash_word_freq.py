@@ -23,6 +23,7 @@ from nightschool.challenges._templates._kit import (
     differs,
     files_setup,
     near_miss,
+    pick,
     prompt,
     select,
     stdout_validator,
@@ -136,7 +137,7 @@ def _text(rng: random.Random, level: int) -> str:
 
 
 def _layout(tags: set[str]) -> str:
-    key, value = _NAMES[next(iter(tags & set(MEASURES)))]
+    key, value = _NAMES[pick(tags, MEASURES)]
     if "rev" in tags:
         return f"{value} {key}"
     return f"{key}{',' if 'csv' in tags else ' '}{value}"
@@ -182,7 +183,7 @@ class WordFreq(TemplateBase):
         if level >= 3:
             files["stopwords.txt"] = "".join(f"{w}\n" for w in _STOP)
         layout = _layout(tags)
-        measure = next(iter(tags & set(MEASURES)))
+        measure = pick(tags, MEASURES)
         task, output = {
             "top": (
                 f"Find the {top} most frequent words of a text.",

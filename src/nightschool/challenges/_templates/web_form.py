@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from nightschool.challenges._templates._kit import Parts, RenderError, TemplateBase, variant
+from nightschool.challenges._templates._kit import Parts, RenderError, TemplateBase, pick, variant
 from nightschool.challenges._templates._web_kit import (
     LOCATE,
     Field,
@@ -133,9 +133,9 @@ class FormFill(TemplateBase):
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
         tags = variant(rng, *AXES)
-        form = next(iter(tags & set(FORMS)))
-        style = next(iter(tags & set(LOCATE)))
-        submit = next(iter(tags & set(SUBMITS)))
+        form = pick(tags, FORMS)
+        style = pick(tags, LOCATE)
+        submit = pick(tags, SUBMITS)
         title, actions, _specs = _SPECS[form]
         action = rng.choice(actions)
         fields = _fields(rng, form, style, (3, 3, 4, 4)[level])

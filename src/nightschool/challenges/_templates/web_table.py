@@ -24,6 +24,7 @@ from nightschool.challenges._templates._kit import (
     TemplateBase,
     differs,
     near_miss,
+    pick,
     select,
     twists,
     variant,
@@ -163,8 +164,8 @@ class TableScan(TemplateBase):
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
         tags = variant(rng, *AXES)
-        table = next(iter(tags & set(TABLES)))
-        question = next(iter(tags & set(QUESTIONS)))
+        table = pick(tags, TABLES)
+        question = pick(tags, QUESTIONS)
         title, key, cat, cats, nums = _TABLES[table]
         num, dec = rng.choice(nums)
         if question == "sum" and table == "books" and num == "Year":

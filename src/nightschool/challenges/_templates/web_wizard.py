@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from nightschool.challenges._templates._kit import Parts, TemplateBase, variant
+from nightschool.challenges._templates._kit import Parts, TemplateBase, pick, variant
 from nightschool.challenges._templates._web_kit import (
     LOCATE,
     Field,
@@ -91,9 +91,9 @@ class SigninWizard(TemplateBase):
     def build(self, level: int, rng: random.Random) -> Parts:
         """See `TemplateBase.build`."""
         tags = variant(rng, *AXES)
-        wizard = next(iter(tags & set(WIZARDS)))
-        nav = next(iter(tags & set(NAVS)))
-        style = next(iter(tags & set(LOCATE)))
+        wizard = pick(tags, WIZARDS)
+        nav = pick(tags, NAVS)
+        style = pick(tags, LOCATE)
         title, all_steps, extra = _WIZARDS[wizard]
         chosen = all_steps[:2] if level == 0 else all_steps[:3]
         steps: list[tuple[str, list[tuple[Field, str]]]] = [

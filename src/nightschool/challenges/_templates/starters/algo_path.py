@@ -25,6 +25,7 @@ from nightschool.challenges._templates._kit import (
     call,
     differs,
     function_parts,
+    pick,
     shown_example,
     variant,
 )
@@ -163,7 +164,7 @@ def build_starter(rng: random.Random) -> Parts:
         "lines": 'Each road "a b 7"',
         "tuples": "Each road (a, b, 7)",
         "mapping": "Each entry (a, b): 7 is a road that",
-    }[next(iter(tags & set(SHAPE)))]
+    }[pick(tags, SHAPE)]
     way = (
         "joins towns a and b and can be driven both ways"
         if "two" in tags
@@ -184,7 +185,7 @@ def build_starter(rng: random.Random) -> Parts:
         "lines": "list[str]",
         "tuples": "list[tuple[str, str, int]]",
         "mapping": "dict[tuple[str, str], int]",
-    }[next(iter(tags & set(SHAPE)))]
+    }[pick(tags, SHAPE)]
     return function_parts(
         func=func,
         signature=f"def {func}(roads: {kind}, start: str, goal: str) -> int:",

@@ -20,6 +20,7 @@ from nightschool.challenges._templates._kit import (
     Parts,
     RenderError,
     files_setup,
+    pick,
     script_prompt,
     script_validator,
     variant,
@@ -57,7 +58,7 @@ def _log_script(tags: set[str]) -> str:
     order = f"sort {opt}-k1,1" if "bykey" in tags else f"sort {opt}-k2,2nr -k1,1"
     awk = f"awk{' -F,' * ('csvfile' in tags)} '{pattern}{{ n[{key}]++ }}"
     end = f"END {{ for (k in n) print {shown} }}'"
-    name = _LOG_FILE[next(iter(tags & set(LOG_INPUTS)))]
+    name = _LOG_FILE[pick(tags, LOG_INPUTS)]
     return f"#!/bin/bash\nexport LC_ALL=C\n{awk} {end} {name} | {order}\n"
 
 
@@ -100,13 +101,13 @@ def access_log(rng: random.Random) -> Parts:
             break
     else:
         raise RenderError("bash.access_log: starter inputs do not separate the variants")
-    name = _LOG_FILE[next(iter(tags & set(LOG_INPUTS)))]
+    name = _LOG_FILE[pick(tags, LOG_INPUTS)]
     key = "STATUS" if "status" in tags else "PATH"
     what = {
         "status": f"Count the requests in `{name}` by HTTP status code.",
         "path": f"Count the requests in `{name}` for each path.",
         "errors": f"Count the failed requests (status 400 or higher) in `{name}` for each path.",
-    }[next(iter(tags & set(LOG_MEASURES)))]
+    }[pick(tags, LOG_MEASURES)]
     shape = (
         "It is CSV with the header `method,path,status`."
         if "csvfile" in tags
@@ -175,7 +176,7 @@ def _rename_script(tags: set[str]) -> str:
     opts = [o for o, t in (("dotglob", "dotall"), ("nocaseglob", "anycase")) if t in tags]
     head = f"shopt -s {' '.join(opts)}\n" if opts else ""
     glob = "inbox/*" if "bug" in tags else "inbox/*.txt"
-    step = _RENAME_STEP[next(iter(tags & set(RENAME_OPS)))]
+    step = _RENAME_STEP[pick(tags, RENAME_OPS)]
     return f"#!/bin/bash\n{head}for f in {glob}; do\n    {step}\ndone\n"
 
 
@@ -198,7 +199,7 @@ def _renamed(files: dict[str, str], tags: set[str]) -> dict[str, str]:
             continue
         stem = name.rsplit(".", 1)[0]
         new = {"ext": stem + ".md", "strip": stem, "prefix": "old_" + name}.get(
-            next(iter(tags & set(RENAME_OPS))), name + ".bak"
+            pick(tags, RENAME_OPS), name + ".bak"
         )
         tree[new] = tree[name] if "backup" in tags else tree.pop(name)
     return tree
@@ -224,7 +225,7 @@ def rename_files(rng: random.Random) -> Parts:
         if "dotall" in tags
         else "Leave hidden files (`.name`) alone."
     )
-    task = _RENAME_TASK[next(iter(tags & set(RENAME_OPS)))]
+    task = _RENAME_TASK[pick(tags, RENAME_OPS)]
     prompt = script_prompt(
         f"In the folder `inbox`, {task}. {case} {dots} Leave all other files alone.",
         {"The files in `inbox`:": listing},
@@ -284,8 +285,8 @@ _FREQ_LAYOUT = {"sp": "$2, $1", "csv": '$2 "," $1', "rev": "$1, $2"}
 
 def _freq_script(tags: set[str]) -> str:
     source = "cat words.txt" if "perline" in tags else "tr ',' '\\n' < words.csv"
-    step = _FREQ_STEPS[next(iter(tags & set(FREQ_MEASURES)))]["bug" in tags]
-    shown = _FREQ_LAYOUT[next(iter(tags & set(FREQ_LAYOUTS)))]
+    step = _FREQ_STEPS[pick(tags, FREQ_MEASURES)]["bug" in tags]
+    shown = _FREQ_LAYOUT[pick(tags, FREQ_LAYOUTS)]
     return f"#!/bin/bash\nexport LC_ALL=C\n{source} | {step} | awk '{{ print {shown} }}'\n"
 
 
@@ -342,17 +343,15 @@ def word_freq(rng: random.Random) -> Parts:
             break
     else:
         raise RenderError("bash.word_freq: starter inputs do not separate the variants")
-    name = _FREQ_FILE[next(iter(tags & set(FREQ_INPUTS)))]
+    name = _FREQ_FILE[pick(tags, FREQ_INPUTS)]
     shape = "one word per line" if "perline" in tags else "comma-separated words"
-    layout = {"sp": "{k} {v}", "csv": "{k},{v}", "rev": "{v} {k}"}[
-        next(iter(tags & set(FREQ_LAYOUTS)))
-    ]
+    layout = {"sp": "{k} {v}", "csv": "{k},{v}", "rev": "{v} {k}"}[pick(tags, FREQ_LAYOUTS)]
     what, value, first = {
         "top": ("Find the 3 most frequent words", "COUNT", "most frequent first"),
         "rare": ("Find the 3 least frequent words", "COUNT", "least frequent first"),
         "longest": ("Find the 3 longest different words", "LENGTH", "longest first"),
         "initial": ("Count the words by first letter", "COUNT", "letters in alphabetical order"),
-    }[next(iter(tags & set(FREQ_MEASURES)))]
+    }[pick(tags, FREQ_MEASURES)]
     key = "LETTER" if "initial" in tags else "WORD"
     ties = "" if "initial" in tags else "; ties in alphabetical order"
     texts = [_words_text(w, tags) for w in rounds]

@@ -12,12 +12,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nightschool.challenges._templates._kit import Case, Parts, call, shown_example, variant
+from nightschool.challenges._templates._kit import Case, Parts, call, pick, shown_example, variant
 from nightschool.challenges._templates._kit import Expr as _Expr
 from nightschool.challenges._templates._web_kit import (
     LOCATE,
     field_html,
-    fill_step,
     fill_var,
     handle_text,
     html_page,
@@ -54,8 +53,8 @@ _BUTTONS = ("Save", "Add", "Send", "Go")
 def form_fill(rng: random.Random) -> Parts:
     """Starter of `web_automation.form_fill`: fill a two-field form, return the status text."""
     tags = variant(rng, FORMS, LOCATE)
-    form = next(iter(tags & set(FORMS)))
-    style = next(iter(tags & set(LOCATE)))
+    form = pick(tags, FORMS)
+    style = pick(tags, LOCATE)
     func, first, second, status = _FORMS[form]
     fields = [
         make_field(rng, kind, label, handle, style, values if kind == "select" else (), f"{label}…")
@@ -103,12 +102,8 @@ def form_fill(rng: random.Random) -> Parts:
     )
     site = Site(pages={"/": html_page("Form", body, script), "/ok": "ok"}, posts={action: "/ok"})
     steps = [
-        fill_step(fields[0], style, "{A}").replace("'{A}'", arg_a),
-        (
-            fill_step(fields[1], style, "{B}").replace("'{B}'", arg_b)
-            if typed == "str"
-            else fill_step(fields[1], style, "{B}").replace("'{B}'", f"str({arg_b})")
-        ),
+        fill_var(fields[0], style, arg_a),
+        fill_var(fields[1], style, arg_b if typed == "str" else f"str({arg_b})"),
         f"page.get_by_role('button', name={button!r}, exact=True).click()",
         f"page.wait_for_selector({'#' + status_id + ':not(:empty)'!r})",
         f"return page.inner_text({'#' + status_id!r})",
@@ -179,8 +174,8 @@ ASKS = ("number", "category", "count")
 def table_scan(rng: random.Random) -> Parts:
     """Starter of `web_automation.table_scan`: look one thing up in a table on the page."""
     tags = variant(rng, TABLES, ASKS)
-    table = next(iter(tags & set(TABLES)))
-    ask = next(iter(tags & set(ASKS)))
+    table = pick(tags, TABLES)
+    ask = pick(tags, ASKS)
     key, names, cat, cats, (num, kind) = _TABLES[table]
     columns = [key, cat, num]
     rng.shuffle(columns)
@@ -232,10 +227,10 @@ def table_scan(rng: random.Random) -> Parts:
     if ask == "count":
         lines.append(f"return sum(1 for r in rows if {kind}(r[{index_num}]) >= {arg})")
     else:
-        pick = index_num if ask == "number" else index_cat
+        column = index_num if ask == "number" else index_cat
         convert = f"{kind}(cell)" if ask == "number" else "cell"
         lines += [
-            f"cell = next(r[{pick}].strip() for r in rows if r[{index_key}].strip() == {arg})",
+            f"cell = next(r[{column}].strip() for r in rows if r[{index_key}].strip() == {arg})",
             f"return {convert}",
         ]
     reference = [lines[0], *lines[2:]]
@@ -280,8 +275,8 @@ FLOWS = tuple(_FLOWS)
 def signin_wizard(rng: random.Random) -> Parts:
     """Starter of `web_automation.signin_wizard`: a sign-in or a two-step wizard, one call each."""
     tags = variant(rng, FLOWS, LOCATE)
-    flow = next(iter(tags & set(FLOWS)))
-    style = next(iter(tags & set(LOCATE)))
+    flow = pick(tags, FLOWS)
+    style = pick(tags, LOCATE)
     func, first, second, result = _FLOWS[flow]
     fields = [
         make_field(rng, kind, label, handle, style, values if kind == "select" else (), label)
