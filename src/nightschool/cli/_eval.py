@@ -33,6 +33,7 @@ from nightschool.cli._common import (
 )
 from nightschool.cli._eval_options import (
     ROUTES,
+    RUNNERS,
     LimitOpt,
     PlaybookOpt,
     RouteOpt,
@@ -171,8 +172,19 @@ def _runner(
             yield runner
         finally:
             runner.close()
+    elif kind == "stub":
+        # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
+        from nightschool.evals import StubRunner
+
+        if server is not None:
+            raise UserError("--server is only for --runner http; the stub runner has no server")
+        if not playbook:
+            raise UserError("--no-playbook applies to the in-process runner; the stub has none")
+        if route != "full":
+            raise UserError("--route applies to the in-process runner; the stub only echoes")
+        yield StubRunner()
     else:
-        raise UserError(f"--runner must be inprocess or http, not {kind!r}")
+        raise UserError(f"--runner must be one of {', '.join(RUNNERS)}, not {kind!r}")
 
 
 def _execute(
@@ -196,7 +208,8 @@ def _execute(
 ) -> EvalRun:
     """Run a suite with a Rich progress bar; on Ctrl-C say what was kept and exit 130.
 
-    `expect_model`: refuse before running (exit 2) when the in-process model differs.
+    `expect_model`: refuse before running (exit 2) when the in-process or stub model
+    differs (the stub's is `stub`: a stub baseline never pairs with a real model).
     `backend_kind` `ray`: each task is an episode on Ray (in-process runner only).
     """
     # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
@@ -205,7 +218,8 @@ def _execute(
 
     if backend_kind != "local" and runner_kind != "inprocess":
         raise UserError(
-            "--backend ray runs the in-process agent in its workers; drop --runner http"
+            f"--backend {backend_kind} runs the in-process agent in its workers; "
+            f"drop --runner {runner_kind}"
         )
     if backend_kind != "local" and route == "auto":
         raise UserError("--route auto runs in-process only; use --route full or direct on Ray")
@@ -247,15 +261,18 @@ def _execute(
                     route=route,
                 )
             )
-        if expect_model is not None and runner is not None and runner.name == "inprocess":
+        if expect_model is not None and runner is not None and runner.name in ("inprocess", "stub"):
             # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
             from nightschool.evals import BaselineMismatchError
 
             if runner.model_name != expect_model:
+                stub = "stub" in (expect_model, runner.model_name)
                 raise BaselineMismatchError(
                     f"model mismatch: the baseline was run with {expect_model!r}, this run "
                     f"would use {runner.model_name!r}",
-                    hint="pass the baseline's --model / --base-url",
+                    hint="a stub run pairs only with a stub baseline (--runner stub)"
+                    if stub
+                    else "pass the baseline's --model / --base-url",
                 )
         try:
             with progress:
@@ -478,7 +495,7 @@ def compare_cmd(
     ] = False,
     runner: Annotated[
         str | None,
-        typer.Option("--runner", help="inprocess or http (default: the baseline's runner)."),
+        typer.Option("--runner", help="inprocess, http or stub (default: the baseline's runner)."),
     ] = None,
     server: ServerOpt = None,
     api_key: ServerKeyOpt = None,

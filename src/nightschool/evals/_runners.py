@@ -6,6 +6,10 @@ over loopback and reads the `nightschool` response extension (tool calls,
 trajectory id). Both raise `TaskTimeout` when the agent does not answer in
 time, and let infrastructure faults (`InfrastructureError`) through: the
 harness aborts the run on those instead of scoring them as failures.
+`StubRunner` answers every task with its own prompt (no model, no agent):
+the spec's (seed 002) runner that "echoes prompts and makes non-regression
+tasks fail", so CI can exercise suite, scoring, storage, freeze and compare
+without a live upstream.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class Runner(Protocol):
     """
 
     name: str
-    """`inprocess` or `http`."""
+    """`inprocess`, `http` or `stub`."""
 
     @property
     def model_name(self) -> str:
@@ -423,3 +427,34 @@ class HttpRunner:
     def close(self) -> None:
         """Close the HTTP client."""
         self._client.close()
+
+
+class StubRunner:
+    """Echoes each task's prompt back as the reply: no model, no agent, no tool calls.
+
+    The reply is `AgentReply(text=task.prompt, tool_calls=(), tool_calls_visible=True,
+    tokens 0, model "stub")`. Tool calls are visible (and there are none), so a
+    scorer judging tool use (`post_learning`) fails the task instead of falling
+    back to keywords that the prompt itself might contain. A prompt that holds a
+    fenced code block (a starter-tier regression skeleton, a CSV sample) is
+    judged as that code; workspace files are not written (nothing reads them).
+    The run is recorded with runner `stub` and model `stub`, so a stub baseline
+    never pairs with a real model's run (`check_compatible` refuses the model).
+    """
+
+    name = "stub"
+
+    @property
+    def model_name(self) -> str:
+        """Always `stub`."""
+        return "stub"
+
+    def check(self) -> None:
+        """Nothing to check."""
+
+    def ask(self, task: Task, *, session_id: str, timeout_s: float) -> AgentReply:
+        """Return `task.prompt` as the reply text (`session_id` and `timeout_s` unused)."""
+        return AgentReply(text=task.prompt, tool_calls_visible=True, model=self.model_name)
+
+    def close(self) -> None:
+        """Nothing to release."""

