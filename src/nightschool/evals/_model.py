@@ -213,7 +213,7 @@ class EvalRun:
     Attributes:
         id: run id (32 hex digits).
         suite: suite name.
-        runner: `inprocess` or `http`.
+        runner: `inprocess`, `http` or `stub` (echoes the prompt, no model).
         model: model name the agent reported (or was configured with).
         seed: the suite seed.
         version: nightschool version that ran it.

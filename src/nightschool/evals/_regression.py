@@ -81,5 +81,5 @@ def _task(challenge: Challenge) -> Task:
 
 
 def regression_tasks(seed: int = 0) -> list[Task]:
-    """The 35 regression tasks for `seed` (see the module docstring)."""
+    """The 40 regression tasks for `seed` (see the module docstring)."""
     return [_task(challenge) for challenge in regression_challenges(seed)]
