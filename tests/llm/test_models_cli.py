@@ -44,14 +44,15 @@ def test_models_json(tmp_path: Path) -> None:
 
 def test_model_path_to_a_missing_file_is_misuse(tmp_path: Path) -> None:
     code, _, err = invoke("dream", "--model-path", str(tmp_path / "nope.gguf"))
+    flat = "".join(err.split())  # Rich wraps a long path where the terminal ends
     assert code == 2
-    assert "no such file" in err and "nope.gguf" in err
+    assert "nosuchfile" in flat and "nope.gguf" in flat
 
 
 def test_model_path_from_the_environment(tmp_path: Path) -> None:
     env = {"NIGHTSCHOOL_MODEL_PATH": str(tmp_path / "gone.gguf")}
     code, _, err = invoke("dream", env=env)
-    assert code == 2 and "gone.gguf" in err
+    assert code == 2 and "gone.gguf" in "".join(err.split())
 
 
 def test_unknown_embedded_model_name_is_misuse() -> None:

@@ -109,7 +109,9 @@ def test_optimise_refuses_slots_without_a_score_and_a_budget_too_small(
         planning = prompts("optimise", "--slot", "planning", "--base-url", base_url)
         small = prompts("optimise", *SIZES[:2], "--train", "12", "--base-url", base_url)
     assert planning.exit_code == EXIT_CODES["usage"]
-    assert "per-item executable score" in planning.output
+    assert "per-item executable score" in " ".join(
+        planning.output.split()
+    )  # wrapped to the terminal
     assert small.exit_code == EXIT_CODES["usage"] and "must exceed" in small.output
     assert not (Settings().home_dir() / "prompts").exists()
 
