@@ -109,6 +109,25 @@ class Settings(BaseSettings):
         "does not rank as related (`nightschool.lessons.skills.exemplars`).",
     )
 
+    self_play_verify_k: int = Field(
+        default=6,
+        description="Fresh renderings per arm when `serve`'s background self-play loop "
+        "verifies a new lesson or skill (NIGHTSCHOOL_SELF_PLAY_VERIFY_K, at least 0; 0: no "
+        "verification there, so no lesson extraction and skills stay unverified, as with "
+        "`dream --verify-k 0`). 6 is dream's default.",
+    )
+
+    @field_validator("self_play_verify_k")
+    @classmethod
+    def _verify_k_not_negative(cls, value: int) -> int:
+        """Refuse a negative count with a `UserError` naming the variable (exit 2 in the CLI)."""
+        if value < 0:
+            raise UserError(
+                f"NIGHTSCHOOL_SELF_PLAY_VERIFY_K must be at least 0, got {value}",
+                hint="0 leaves verification to dream; 6 is the default",
+            )
+        return value
+
     @field_validator("exemplars")
     @classmethod
     def _exemplars_in_range(cls, value: int) -> int:

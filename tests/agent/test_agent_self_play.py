@@ -339,7 +339,11 @@ def test_admin_api_starts_reports_and_stops_background_self_play(
     service = ForegroundService(pipeline(model, practice), foreground)
     app = create_app(service, store=store, memory=playbook, api_key=None, model_name="ns")
     with TestClient(app) as client:
-        assert client.get("/admin/self-play").json() == {"active": False, "runs": []}
+        assert client.get("/admin/self-play").json() == {
+            "active": False,
+            "verify_k": practice.verify_k,
+            "runs": [],
+        }
         assert client.post("/admin/self-play", json={"max_cycles": 0}).status_code == 400
         started = client.post("/admin/self-play", json={"max_cycles": 100})
         assert started.status_code == 200 and started.json()["active"]
@@ -358,3 +362,18 @@ def test_admin_api_starts_reports_and_stops_background_self_play(
     text = console.export_text()
     assert text.count("background self-play run 1 stopped") == 1, text
     assert f"{run['cycles']} cycle(s), 0 passed" in text
+
+
+def test_the_loops_verification_count_is_a_checked_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nightschool.config import Settings
+    from nightschool.errors import UserError
+
+    monkeypatch.delenv("NIGHTSCHOOL_SELF_PLAY_VERIFY_K", raising=False)
+    assert Settings().self_play_verify_k == 6  # dream's default
+    monkeypatch.setenv("NIGHTSCHOOL_SELF_PLAY_VERIFY_K", "0")
+    assert Settings().self_play_verify_k == 0
+    monkeypatch.setenv("NIGHTSCHOOL_SELF_PLAY_VERIFY_K", "-1")
+    with pytest.raises(UserError, match="NIGHTSCHOOL_SELF_PLAY_VERIFY_K"):
+        Settings()

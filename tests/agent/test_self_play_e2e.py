@@ -25,7 +25,12 @@ from nightschool.agent.self_play import SESSION_ID
 pytestmark = pytest.mark.e2e
 
 NIGHTSCHOOL = Path(sys.executable).parent / "nightschool"
-ENV = {"NIGHTSCHOOL_IDLE_SCALE": "0.02", "NIGHTSCHOOL_MAX_TOKENS": "200"}
+ENV = {
+    "NIGHTSCHOOL_IDLE_SCALE": "0.02",
+    "NIGHTSCHOOL_MAX_TOKENS": "200",
+    # the loop's verification (12 solves per new item) is not what this test is about
+    "NIGHTSCHOOL_SELF_PLAY_VERIFY_K": "0",
+}
 
 
 def _self_play_cycles(db: Path) -> list[str]:
@@ -41,6 +46,15 @@ def _self_play_cycles(db: Path) -> list[str]:
         conn.close()
 
 
+def _count(db: Path, task_kind: str) -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        query = "SELECT COUNT(*) FROM trajectories WHERE task_kind = ?"
+        return int(conn.execute(query, (task_kind,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
 def test_background_self_play_runs_until_the_next_message(
     tmp_path: Path, serve_process: Callable[..., Any]
 ) -> None:
@@ -51,6 +65,8 @@ def test_background_self_play_runs_until_the_next_message(
         with httpx.Client(base_url=root, timeout=300) as client:
             started = client.post("/admin/self-play", json={"max_cycles": 50})
             assert started.status_code == 200, started.text
+
+            assert client.get("/admin/self-play").json()["verify_k"] == 0  # from the setting
 
             def runs() -> list[dict[str, Any]]:
                 return list(client.get("/admin/self-play").json()["runs"])
@@ -72,6 +88,7 @@ def test_background_self_play_runs_until_the_next_message(
         # follow-up (the failed attempt already stored) leaves the cycle counted, as it was.
         assert _self_play_cycles(db) == run["trajectory_ids"], run
         assert len(run["trajectory_ids"]) == run["cycles"]
+        assert _count(db, "verification") == 0
 
         chat = subprocess.run(
             [str(NIGHTSCHOOL), "chat", "--server", f"{root}/v1"],

@@ -337,10 +337,16 @@ class SelfPlayTools:
     # -- status and shutdown ----------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The loops of this process as JSON: `{"active": bool, "runs": [...]}` newest last."""
+        """The loops of this process as JSON, newest last.
+
+        Returns:
+            `{"active": bool, "verify_k": int, "runs": [...]}`; `verify_k` is the
+            background loop's fresh renderings per arm (0: it verifies nothing).
+        """
         with self._lock:
             runs = [run.as_json() for run in self._runs]
-        return {"active": bool(runs) and runs[-1]["state"] != "stopped", "runs": runs}
+        active = bool(runs) and runs[-1]["state"] != "stopped"
+        return {"active": active, "verify_k": self.verify_k, "runs": runs}
 
     def running(self) -> bool:
         """True while a background loop waits or runs (the idle watchdog defers to it)."""

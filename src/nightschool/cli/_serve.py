@@ -155,6 +155,7 @@ def _agent(
                 playbook=memory,
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
+                verify_k=settings.self_play_verify_k,
                 cooldown_scale=settings.idle_scale,
                 home=settings.home_dir(),
                 practice_root=nightschool.practice,
