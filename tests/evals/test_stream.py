@@ -615,6 +615,43 @@ def test_fixed_arm_runs_after_the_memory_arm_and_is_reported(
     assert compared is not None and compared.figures["fixed"].total == len(TASKS)
 
 
+def test_static_arm_shows_the_same_bank_references_to_every_task_and_learns_nothing(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.challenges import render, templates
+    from nightschool.evals.stream import EXTRA_ARMS, STATIC_K, static_examples, static_recall
+
+    examples = static_examples()
+    bank = [render(t.name, "starter", 0) for t in templates("python_general")[:STATIC_K]]
+    assert [e.code_example for e in examples] == [c.reference_solution for c in bank]
+    assert static_examples() == examples  # the same on every call
+    shown = static_recall()
+    assert shown.lessons == [] and shown.skill_ids == [e.id for e in examples]
+    assert all(c.reference_solution.strip() in shown.skill_sections[0] for c in bank)
+
+    model = ScriptedModel(_reply)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, model, sandbox)
+    try:
+        run_stream(TASKS, run, ctx, arms=("no_memory",))
+        asked = len(model.calls)
+        rows = run_stream(TASKS, run, ctx, arms=("static",))  # over a finished run
+    finally:
+        store.close()
+    static = [r for r in rows if r.arm == "static"]
+    assert "static" in EXTRA_ARMS and len(static) == len(TASKS)
+    for row in static:  # shown to every task, never a reuse of the no-memory answer
+        assert row.skills_shown == shown.skill_ids and row.lessons_shown == []
+        assert not row.reused and row.learned == "" and row.added_tokens > 0
+    assert len(model.calls) == asked + len(TASKS)
+    for call in model.calls[asked:]:
+        assert shown.skill_sections[0] in "\n".join(m["content"] for m in call.messages)
+    for call in model.calls[:asked]:  # the no-memory arm saw none of it
+        assert bank[0].reference_solution.strip() not in "\n".join(
+            m["content"] for m in call.messages
+        )
+
+
 def test_retry_arm_spends_the_learning_call_on_a_second_attempt(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:

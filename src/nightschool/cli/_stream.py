@@ -81,7 +81,7 @@ def _plain(verdict: Verdict | None) -> dict[str, object] | None:
 
 
 def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
-    """An extra arm (curated, fixed, retry) against each default arm on their common tasks.
+    """An extra arm (curated, fixed, retry, static) against each default arm on their common tasks.
 
     Returns:
         One dict per default arm with rows beside `arm`'s; none without its rows.
@@ -237,7 +237,8 @@ def stream(
             "curated (generic worked examples picked by measured utility), fixed (the first "
             "ones learned, the same for every task); these two run after the memory arm, or "
             "later over a finished run with --resume --arms curated,fixed; retry (equal "
-            "compute: no memory, a failed public test buys a second attempt).",
+            "compute: no memory, a failed public test buys a second attempt); static (two "
+            "of the bank's reference solutions for every task, nothing learned).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[

@@ -9,7 +9,9 @@
 - The optional curated arm (`_curated`) is shown generic worked examples (the
   memory arm's earlier skills, none related to the task) picked by their
   measured utility (Thompson sampling on public-test outcomes); the optional
-  fixed arm (`_fixed`) is shown the first ones learned, the same for every task.
+  fixed arm (`_fixed`) is shown the first ones learned, the same for every task;
+  the optional static arm (`_static`) two of the bank's reference solutions,
+  the same for every task, nothing learned.
 - `report` gives pass@1 per arm on the whole stream and each half, with the
   promotion gate's paired verdict; `write_csv` and `plot` write the files.
 
@@ -52,6 +54,7 @@ from nightschool.evals.stream._run import (
     run_stream,
     start_memory_from,
 )
+from nightschool.evals.stream._static import STATIC_K, static_examples, static_recall
 from nightschool.evals.stream._tasks import (
     StreamTask,
     challenge_for,
@@ -70,6 +73,7 @@ __all__ = [
     "FIXED_K",
     "MBPP_SHA256",
     "RETRY_ATTEMPTS",
+    "STATIC_K",
     "STREAM_SUITES",
     "AblationLine",
     "Arm",
@@ -100,6 +104,8 @@ __all__ = [
     "run_stream",
     "split_public",
     "start_memory_from",
+    "static_examples",
+    "static_recall",
     "validator_source",
     "write_csv",
 ]

@@ -42,6 +42,7 @@ from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream._curated import curated_recall
 from nightschool.evals.stream._fixed import fixed_recall
 from nightschool.evals.stream._placebo import placebo_recall
+from nightschool.evals.stream._static import static_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.lessons.extraction import LessonExtractor
 from nightschool.lessons.skills import Recall, learn_skill, recall
@@ -51,17 +52,19 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry"]
+Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry", "static"]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry")
+EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static")
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
 by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
-same for every task), which read the memory arm's rows; and the equal-compute
-arm (`retry`: no memory, a failed public test buys one more attempt)."""
+same for every task), which read the memory arm's rows; the equal-compute
+arm (`retry`: no memory, a failed public test buys one more attempt); and the
+static arm (`_static`: two of the bank's reference solutions, the same for every
+task, nothing learned)."""
 
 RETRY_ATTEMPTS = 2
 """Attempts of the equal-compute arm: the memory arm spends one more model call on
@@ -117,7 +120,7 @@ class StreamRow:
     Attributes:
         position: the task's 0-based place in the stream.
         task_id: the benchmark's id.
-        arm: `no_memory`, `placebo`, `memory`, `curated` or `fixed`.
+        arm: one of `ALL_ARMS`.
         passed: every hidden test passed (the score).
         public_passed: the public test passed (what learning saw).
         hidden_error: the hidden run's last error line ("" on a pass).
@@ -414,6 +417,8 @@ def answer(
         shown = placebo_recall(ctx.memory, task, counts, later - {""})
     elif arm == "curated":
         shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
+    elif arm == "static":
+        shown = static_recall(settings.skills_k)
     elif arm == "fixed":
         # from a home's playbook (dream, then stream): the verified ones, as dream shows them
         shown = fixed_recall(
