@@ -32,7 +32,7 @@ STARTER = "algo.shortest_path:starter:0"
 
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
-    return result.exit_code, result.output
+    return result.exit_code, " ".join(result.output.split())  # Rich wraps to its terminal
 
 
 class Silent(StubRunner):

@@ -40,6 +40,17 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def under_a_ray_worker(pid: int) -> bool:
+    """Whether a live `ray::...` process is among `pid`'s ancestors (any cluster's)."""
+    fields = _stat(pid)
+    while fields is not None and int(fields[1]) > 1:
+        parent = int(fields[1])
+        if cmdline(parent).startswith("ray::"):
+            return True
+        fields = _stat(parent)
+    return False
+
+
 def descendants(pid: int) -> list[int]:
     """Every live descendant of `pid`, from /proc."""
     parents: dict[int, list[int]] = {}
@@ -56,11 +67,19 @@ def descendants(pid: int) -> list[int]:
 
 
 def ray_workers() -> list[int]:
-    """Pids of Ray worker processes (`ray::...` process titles)."""
+    """Pids of this process's Ray workers (`ray::...` titles, descendants of this process).
+
+    Only the cluster this test process started (`ray.init` spawns its raylet, which
+    spawns the workers): under pytest-xdist the other test worker may run a Ray
+    cluster of its own, whose workers a test must never pick as its victim.
+    """
+    mine = set(descendants(os.getpid()))
     return [
         int(entry.name)
         for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and cmdline(int(entry.name)).startswith("ray::")
+        if entry.name.isdigit()
+        and int(entry.name) in mine
+        and cmdline(int(entry.name)).startswith("ray::")
     ]
 
 
