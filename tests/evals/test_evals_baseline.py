@@ -21,7 +21,12 @@ from nightschool.evals import (
 
 
 def make_run(
-    outcomes: list[bool], *, model: str = "m", suite: str = "humaneval", seed: int = 0
+    outcomes: list[bool],
+    *,
+    model: str = "m",
+    suite: str = "humaneval",
+    seed: int = 0,
+    runner: str = "inprocess",
 ) -> EvalRun:
     results = tuple(
         TaskResult(f"T/{k}", ok, float(ok), 5, 7, 0.1, None if ok else "failed", f"tr{k}")
@@ -30,7 +35,7 @@ def make_run(
     return EvalRun(
         id="r" * 32,
         suite=suite,
-        runner="inprocess",
+        runner=runner,
         model=model,
         seed=seed,
         version="0.1.0",
@@ -151,6 +156,19 @@ def test_model_and_suite_mismatch(tmp_path: Path) -> None:
     with pytest.raises(BaselineMismatchError, match="suite mismatch"):
         compare(base, make_run([True, False], suite="regression"))  # type: ignore[arg-type]
     assert BaselineMismatchError("x").exit_code == 2
+
+
+def test_a_stub_run_never_pairs_with_a_real_one_whatever_the_model_is_named(
+    tmp_path: Path,
+) -> None:
+    real = frozen(tmp_path, [True, False], model="stub")  # a real model that happens to be "stub"
+    with pytest.raises(BaselineMismatchError, match="runner mismatch: the run was run by the stub"):
+        compare(real, make_run([True, False], model="stub", runner="stub"))  # type: ignore[arg-type]
+    stub = frozen(tmp_path, [True, False], model="stub", runner="stub")
+    with pytest.raises(BaselineMismatchError, match="runner mismatch: the baseline was run by"):
+        compare(stub, make_run([True, False], model="stub"))  # type: ignore[arg-type]
+    same = compare(stub, make_run([True, False], model="stub", runner="stub"))  # type: ignore[arg-type]
+    assert same.n == 2 and not same.regression
 
 
 def test_pairs_only_common_tasks(tmp_path: Path) -> None:

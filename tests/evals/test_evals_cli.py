@@ -127,7 +127,7 @@ def test_misuse_exits_2() -> None:
         "eval", "run", "--suite", "humaneval", "--runner", "http", "--server",
         "http://127.0.0.1:9", "--route", "direct",
     )  # fmt: skip
-    assert code == 2 and "the server routes itself" in out
+    assert code == 2 and "the server decides it" in out
 
 
 def test_unreachable_server_exits_3(_isolated_home: Path) -> None:

@@ -148,6 +148,15 @@ def _runner(
     temperature: float,
     route: str = "full",
 ) -> Iterator[Runner]:
+    if kind not in RUNNERS:
+        raise UserError(f"--runner must be one of {', '.join(RUNNERS)}, not {kind!r}")
+    if kind != "inprocess":
+        # The in-process options mean nothing to a runner that is not the agent here.
+        why = {"http": "the server decides it", "stub": "the stub only echoes"}[kind]
+        if not playbook:
+            raise UserError(f"--no-playbook applies to the in-process runner; {why}")
+        if route != "full":
+            raise UserError(f"--route applies to the in-process runner; {why}")
     if kind == "inprocess":
         if server is not None:
             raise UserError("--server is only for --runner http")
@@ -161,30 +170,18 @@ def _runner(
 
         if server is None:
             raise UserError("--runner http needs --server URL (a running `nightschool serve`)")
-        if not playbook:
-            raise UserError(
-                "--no-playbook applies to the in-process runner; the server decides its playbook"
-            )
-        if route != "full":
-            raise UserError("--route applies to the in-process runner; the server routes itself")
         runner = HttpRunner(server, settings.api_key, settings.model, timeout_s)
         try:
             yield runner
         finally:
             runner.close()
-    elif kind == "stub":
+    else:
         # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.evals import StubRunner
 
         if server is not None:
             raise UserError("--server is only for --runner http; the stub runner has no server")
-        if not playbook:
-            raise UserError("--no-playbook applies to the in-process runner; the stub has none")
-        if route != "full":
-            raise UserError("--route applies to the in-process runner; the stub only echoes")
         yield StubRunner()
-    else:
-        raise UserError(f"--runner must be one of {', '.join(RUNNERS)}, not {kind!r}")
 
 
 def _execute(

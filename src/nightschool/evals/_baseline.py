@@ -213,11 +213,21 @@ def load_baseline(path: Path) -> Baseline:
 
 
 def check_compatible(baseline: Baseline, run: EvalRun) -> None:
-    """Refuse to compare runs of another model or suite.
+    """Refuse to compare runs of another model or suite, or a stub run with a real one.
 
     Raises:
-        BaselineMismatchError: suite or model differ (CLI exit 2).
+        BaselineMismatchError: suite or model differ, or exactly one of the two was
+            run by the stub runner (an echo is not a model, whatever it is named)
+            (CLI exit 2).
     """
+    stubs = (baseline.provenance.get("runner") == "stub", run.runner == "stub")
+    if stubs[0] != stubs[1]:
+        which = ("the baseline", "the run") if stubs[0] else ("the run", "the baseline")
+        raise BaselineMismatchError(
+            f"runner mismatch: {which[0]} was run by the stub runner (an echo, no model), "
+            f"{which[1]} was not",
+            hint="a stub run pairs only with a stub baseline (--runner stub)",
+        )
     if baseline.suite != run.suite:
         raise BaselineMismatchError(
             f"suite mismatch: the baseline is suite {baseline.suite!r}, the run is {run.suite!r}"

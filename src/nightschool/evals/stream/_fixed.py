@@ -56,17 +56,12 @@ def fixed_recall(
         before `position` (oldest first) that are neither related to the task
         nor its own challenge; empty before any was learned.
     """
-    later = {
-        row.learned_id
-        for row in rows
-        if row.arm == "memory" and row.position >= position and row.learned.startswith("skill:")
-    }
     # a skill first learned earlier and only reinforced later stays allowed
-    earlier = {
-        row.learned_id
-        for row in rows
-        if row.arm == "memory" and row.position < position and row.learned.startswith("skill:")
-    }
+    earlier: set[str] = set()
+    later: set[str] = set()
+    for row in rows:
+        if row.arm == "memory" and row.learned.startswith("skill:"):
+            (earlier if row.position < position else later).add(row.learned_id)
     chosen = exemplars(
         memory,
         challenge_for(task),
