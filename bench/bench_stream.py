@@ -7,8 +7,10 @@ gate's paired verdicts (exact McNemar: every task is a different problem, so the
 pairs are independent) of the memory arm against no memory and against the
 placebo (as much unrelated memory shown), tokens the memory added per task, model calls and wall
 time per arm, an **ablation table** (every arm against no memory, its exact
-p-value Holm-adjusted over the arms tried, and against the placebo), what the
-memory arm learned, and the **replay check**: for every
+p-value Holm-adjusted over the arms tried, and against the placebo), a
+**second-chance table** (each arm as the second answer where the no-memory
+answer failed its public test, against a plain second draw: the `resample`
+arm), what the memory arm learned, and the **replay check**: for every
 task where skills were shown, each shown skill's code (renamed to the task's
 function) run against the task's hidden tests. A win a replayed skill also
 achieves is recall of a near-identical problem, not transfer.
@@ -43,6 +45,7 @@ from nightschool.evals.stream import (
     hidden_program,
     load_suite,
     report,
+    second_chance,
 )
 from nightschool.gate import Verdict
 from nightschool.playbook import SkillMemory
@@ -129,6 +132,33 @@ def print_ablation(run: StreamRun) -> None:
         )
 
 
+def print_second_chance(run: StreamRun) -> None:
+    """Each arm as the second answer after a failed public test, vs no memory and a plain redraw."""
+    lines = second_chance(run.rows)
+    if not lines:
+        return
+    print(
+        f"\nsecond chance (answer unaided; where its public test fails, take the arm's answer; "
+        f"Holm over {len(lines)}; * = derived from an arm that answered every task)"
+    )
+    print(f"{'arm':<10} {'n':>4} {'2nd':>4} {'pass@1':>14} {'lift':>6} {'W/L':>7} {'p':>8} "
+          f"{'Holm p':>8} {'promoted':>8} {'vs resample':>11} {'calls/task':>10}")  # fmt: skip
+    for line in lines:
+        c = line.versus_none
+        mine, base = c.figures[line.arm], c.figures["no_memory"]
+        p = "-" if c.verdict.p_value is None else f"{c.verdict.p_value:.2g}"
+        holm = "-" if line.holm_p is None else f"{line.holm_p:.2g}"
+        vr = line.versus_resample
+        versus = "-" if vr is None else f"{vr.wins}/{vr.losses} (n={vr.figures[line.arm].total})"
+        name = line.arm + ("*" if line.derived else "")
+        print(
+            f"{name:<10} {mine.total:>4} {line.second:>4} {mine.passed:>4} ({mine.pass_at_1:6.1%}) "
+            f"{(mine.pass_at_1 - base.pass_at_1) * 100:+6.1f} {c.wins:>3}/{c.losses:<3} {p:>8} "
+            f"{holm:>8} {'yes' if line.promoted else 'no':>8} {versus:>11} "
+            f"{mine.model_calls / max(mine.total, 1):>10.2f}"
+        )
+
+
 def show(directory: Path, sandbox: Sandbox) -> None:
     run = _open(directory)
     settings = run.settings
@@ -166,6 +196,7 @@ def show(directory: Path, sandbox: Sandbox) -> None:
                 f"+tok {fc.added_tokens:.0f}, {_gate(c.verdict)}"
             )
     print_ablation(run)
+    print_second_chance(run)
     for arm in arms:
         mine = [r for r in run.rows if r.arm == arm]
         calls = sum(r.model_calls for r in mine)

@@ -772,3 +772,87 @@ def test_dream_then_stream_fixed_arm_shows_the_homes_verified_exemplars_only(
         store.close()
     fixed = [r for r in rows if r.arm == "fixed"]
     assert fixed and all(r.skills_shown == [verified] for r in fixed)  # never the unverified one
+
+
+def test_resample_arm_draws_the_same_request_again_only_after_a_failed_public_test(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import EXTRA_ARMS, SECOND_CHANCE_ARMS, resample_solver
+
+    right = "def evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
+    asked: list[str] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        text = messages[-1]["content"]
+        asked.append(text)
+        if "def evens(" in text and asked.count(text) == 2:  # the second draw of evens
+            return f"```python\n{right}```"
+        return _reply(messages)
+
+    model = ScriptedModel(reply)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, model, sandbox)
+    try:
+        with pytest.raises(UserError, match="run the no_memory arm first"):
+            run_stream(TASKS, run, ctx, arms=("resample",))
+        run_stream(TASKS, run, ctx, arms=("no_memory",))
+        first = len(model.calls)
+        with pytest.raises(ValueError, match=r"needs StreamContext\.resample_solver"):
+            run_stream(TASKS, run, ctx, arms=("resample",))
+        ctx.resample_solver = resample_solver(ctx.solver)
+        rows = run_stream(TASKS, run, ctx, arms=("resample",))  # a later session
+    finally:
+        store.close()
+    assert "resample" in EXTRA_ARMS and "resample" in SECOND_CHANCE_ARMS
+    by = {(r.task_id, r.arm): r for r in rows}
+    for name in ("mbpp_total", "mbpp_biggest", "mbpp_spread"):  # public passes: kept, no call
+        row, base = by[(name, "resample")], by[(name, "no_memory")]
+        assert row.reused and row.model_calls == 1 and row.passed == base.passed
+    evens, base = by[("mbpp_evens", "resample")], by[("mbpp_evens", "no_memory")]
+    assert not base.public_passed and evens.passed and not evens.reused
+    assert evens.model_calls == 2 and evens.tokens > base.tokens  # both answers counted
+    assert not evens.skills_shown and not evens.lessons_shown and evens.added_tokens == 0
+    # exactly one more call: the very same request, hotter and with another seed
+    assert len(model.calls) == first + 1
+    again = model.calls[-1]
+    original = next(c for c in model.calls[:first] if "def evens(" in c.messages[-1]["content"])
+    assert again.messages == original.messages
+    assert again.temperature == pytest.approx(original.temperature + 0.35)
+    assert again.seed != original.seed
+
+
+def _sc_row(position: int, arm: str, passed: bool, public: bool, calls: int = 1) -> StreamRow:
+    return StreamRow(position, f"t{position}", arm, passed, public, "", 100, 0, model_calls=calls)
+
+
+def test_second_chance_reads_each_arm_as_the_answer_after_a_failed_public_test() -> None:
+    from nightschool.evals.stream import second_chance
+
+    rows: list[StreamRow] = []
+    for k in range(40):
+        public = k % 2 == 0  # the no-memory answer passes its public test on even tasks
+        base = public and k % 4 == 0  # ... and its hidden tests on every fourth
+        rows.append(_sc_row(k, "no_memory", base, public))
+        # the placebo passes every task it answers: counted only where public failed
+        rows.append(_sc_row(k, "placebo", True, True))
+        # the memory arm fails where no memory passes, passes 6 of the public failures
+        rows.append(_sc_row(k, "memory", not base and k in (1, 3, 5, 7, 9, 11), True, calls=2))
+        if not public:  # the resample arm: a second draw passes 2 of the failures
+            rows.append(_sc_row(k, "resample", k in (1, 13), True, calls=2))
+        else:
+            rows.append(dataclasses.replace(rows[-3], arm="resample", reused=True))
+    lines = {line.arm: line for line in second_chance(rows)}
+    assert list(lines) == ["placebo", "memory", "resample"]
+    placebo, memory, resample = lines["placebo"], lines["memory"], lines["resample"]
+    assert placebo.derived and memory.derived and not resample.derived
+    assert placebo.second == memory.second == resample.second == 20
+    # no loss is possible: where no memory passed its public test, its answer is kept
+    assert (placebo.versus_none.wins, placebo.versus_none.losses) == (20, 0)
+    assert (memory.versus_none.wins, memory.versus_none.losses) == (6, 0)
+    assert (resample.versus_none.wins, resample.versus_none.losses) == (2, 0)
+    # a second answer costs its call: 40 first answers, 20 second ones (2 calls each here)
+    assert memory.versus_none.figures["memory"].model_calls == 40 + 20 * 2
+    assert memory.versus_resample is not None and resample.versus_resample is None
+    assert (memory.versus_resample.wins, memory.versus_resample.losses) == (5, 1)
+    assert memory.holm_p == pytest.approx(2 * 0.5**6)  # second of three by p-value
+    assert placebo.promoted and memory.promoted and not resample.promoted

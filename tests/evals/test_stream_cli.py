@@ -86,6 +86,15 @@ def test_stream_writes_table_csv_png_and_resumes(
         assert len(rows) == 12 and sum(r["arm"] == "curated" for r in rows) == 3
         summary = json.loads((out / "report.json").read_text())
         assert [c["base"] for c in summary["curated"]] == ["no_memory", "placebo", "memory"]
+        # the resample arm: every public test passed, so no second draw is asked
+        resample = nightschool(*args, "--base-url", url, "--resume", "--arms", "resample",
+                               home=home)  # fmt: skip
+        assert resample.returncode == 0, resample.stderr
+        summary = json.loads((out / "report.json").read_text())
+        lines = {line["arm"]: line for line in summary["second_chance"]}
+        assert list(lines) == ["placebo", "memory", "curated", "resample"]
+        assert all(line["second_answers"] == 0 and line["wins"] == 0 for line in lines.values())
+        assert lines["resample"]["model_calls"] == 3 and not lines["resample"]["derived"]
 
 
 def _started_with_two_rows(

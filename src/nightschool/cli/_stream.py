@@ -81,7 +81,7 @@ def _plain(verdict: Verdict | None) -> dict[str, object] | None:
 
 
 def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
-    """An extra arm (curated, fixed, retry, static) against each default arm on their common tasks.
+    """An extra arm (`EXTRA_ARMS`) against each default arm on their common tasks.
 
     Returns:
         One dict per default arm with rows beside `arm`'s; none without its rows.
@@ -115,7 +115,14 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
 
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
     # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
-    from nightschool.evals.stream import EXTRA_ARMS, ablation, plot, report, write_csv
+    from nightschool.evals.stream import (
+        EXTRA_ARMS,
+        ablation,
+        plot,
+        report,
+        second_chance,
+        write_csv,
+    )
 
     slices = report(run.rows)
     write_csv(run.rows, run.directory / "stream.csv")
@@ -157,6 +164,26 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
                 "model_calls": line.versus_none.figures[line.arm].model_calls,
             }
             for line in ablation(run.rows)
+        ],
+        "second_chance": [
+            {
+                "arm": line.arm,
+                "derived": line.derived,
+                "tasks": line.versus_none.figures[line.arm].total,
+                "second_answers": line.second,
+                "passed": line.versus_none.figures[line.arm].passed,
+                "no_memory_passed": line.versus_none.figures["no_memory"].passed,
+                "wins": line.versus_none.wins,
+                "losses": line.versus_none.losses,
+                "p_value": line.versus_none.verdict.p_value,
+                "holm_p": line.holm_p,
+                "promoted": line.promoted,
+                "versus_resample": None
+                if line.versus_resample is None
+                else [line.versus_resample.wins, line.versus_resample.losses],
+                "model_calls": line.versus_none.figures[line.arm].model_calls,
+            }
+            for line in second_chance(run.rows)
         ],
     }
     path = run.directory / "report.json"
@@ -238,7 +265,8 @@ def stream(
             "ones learned, the same for every task); these two run after the memory arm, or "
             "later over a finished run with --resume --arms curated,fixed; retry (equal "
             "compute: no memory, a failed public test buys a second attempt); static (two "
-            "of the bank's reference solutions for every task, nothing learned).",
+            "of the bank's reference solutions for every task, nothing learned); resample "
+            "(after no_memory: a failed public test buys a fresh draw of the same request).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -313,6 +341,7 @@ def _run(
         StreamSettings,
         load_suite,
         ordered,
+        resample_solver,
         retry_solver,
         run_stream,
         start_memory_from,
@@ -354,7 +383,13 @@ def _run(
         ).single_attempt()
         extractor = LessonExtractor(chat_model, memory, solver) if lessons else None
         ctx = StreamContext(
-            solver, sandbox, store, memory, extractor, retry_solver=retry_solver(solver)
+            solver,
+            sandbox,
+            store,
+            memory,
+            extractor,
+            retry_solver=retry_solver(solver),
+            resample_solver=resample_solver(solver),
         )
         title = f"{suite} stream · order {order_seed} · {chat_model.name}"
         done = run.done()

@@ -11,7 +11,11 @@
   measured utility (Thompson sampling on public-test outcomes); the optional
   fixed arm (`_fixed`) is shown the first ones learned, the same for every task;
   the optional static arm (`_static`) two of the bank's reference solutions,
-  the same for every task, nothing learned.
+  the same for every task, nothing learned; the optional resample arm answers
+  again, nothing shown, only where the no-memory answer failed its public test.
+- `second_chance` reads each arm as the second answer of a task whose
+  no-memory answer failed its public test (the no-memory answer kept
+  otherwise), against the resample arm's plain second draw.
 - `report` gives pass@1 per arm on the whole stream and each half, with the
   promotion gate's paired verdict; `write_csv` and `plot` write the files.
 
@@ -31,12 +35,14 @@ from nightschool.evals.stream._report import (
     AblationLine,
     ArmComparison,
     ArmFigures,
+    SecondChanceLine,
     SliceReport,
     ablation,
     compare_arms,
     paired_rows,
     plot,
     report,
+    second_chance,
     write_csv,
 )
 from nightschool.evals.stream._run import (
@@ -44,12 +50,14 @@ from nightschool.evals.stream._run import (
     ARMS,
     EXTRA_ARMS,
     RETRY_ATTEMPTS,
+    SECOND_CHANCE_ARMS,
     Arm,
     StreamContext,
     StreamRow,
     StreamRun,
     StreamSettings,
     answer,
+    resample_solver,
     retry_solver,
     run_stream,
     start_memory_from,
@@ -73,12 +81,14 @@ __all__ = [
     "FIXED_K",
     "MBPP_SHA256",
     "RETRY_ATTEMPTS",
+    "SECOND_CHANCE_ARMS",
     "STATIC_K",
     "STREAM_SUITES",
     "AblationLine",
     "Arm",
     "ArmComparison",
     "ArmFigures",
+    "SecondChanceLine",
     "SliceReport",
     "StreamContext",
     "StreamRow",
@@ -100,8 +110,10 @@ __all__ = [
     "paired_rows",
     "plot",
     "report",
+    "resample_solver",
     "retry_solver",
     "run_stream",
+    "second_chance",
     "split_public",
     "start_memory_from",
     "static_examples",

@@ -14,11 +14,12 @@ tasks taught something.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nightschool.evals.stream._run import ALL_ARMS, StreamRow
+from nightschool.evals.stream._run import ALL_ARMS, SECOND_CHANCE_ARMS, StreamRow
 from nightschool.gate import GateConfig, PairedResult, Verdict, holm_adjusted, promotion_gate
 
 
@@ -232,6 +233,110 @@ def ablation(rows: Sequence[StreamRow]) -> list[AblationLine]:
                 holm_p=holm,
                 promoted=c.verdict.promote and holm is not None and holm < alpha,
                 versus_placebo=None if arm == "placebo" else compare_arms(rows, arm, "placebo"),
+            )
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class SecondChanceLine:
+    """One arm as the second answer to a task whose no-memory answer failed its public test.
+
+    The product's question behind "retrieval that abstains": answer unaided,
+    run the request's own example, and only when it fails answer again, shown
+    something. Every arm's request is fixed before that outcome is known (same
+    prompt, seed and temperature whatever the no-memory answer did), so an arm
+    that answered every task gives this policy's result exactly: its own answer
+    where the no-memory answer failed its public test, the no-memory answer
+    elsewhere (`derived`). The `retry` and `resample` arms run that way.
+
+    Attributes:
+        arm: the arm whose answer is the second one.
+        derived: read from an arm that answered every task (False: `retry`,
+            `resample`, which answer again only after a failure).
+        second: tasks where a second answer was taken.
+        versus_none: the policy against the no-memory arm (its model calls
+            count both answers where there were two).
+        holm_p: the exact p-value against no memory, Holm-adjusted over the
+            lines of this table.
+        promoted: the gate promotes it against no memory and `holm_p` < alpha.
+        versus_resample: the policy against the resample arm's plain second
+            draw on their common tasks (None for the resample arm or without it):
+            what showing something adds to a second call.
+    """
+
+    arm: str
+    derived: bool
+    second: int
+    versus_none: ArmComparison
+    holm_p: float | None
+    promoted: bool
+    versus_resample: ArmComparison | None
+
+
+def _second_chance_rows(rows: Sequence[StreamRow], arm: str) -> list[StreamRow]:
+    """`arm` read as the answer after a failed public test (`SecondChanceLine`)."""
+    if arm in SECOND_CHANCE_ARMS:
+        return [row for row in rows if row.arm == arm]
+    out = []
+    for base, cand in paired_rows(rows, "no_memory", arm):
+        if base.public_passed:
+            out.append(dataclasses.replace(base, arm=arm))
+        else:
+            out.append(
+                dataclasses.replace(
+                    cand,
+                    model_calls=base.model_calls + cand.model_calls,
+                    tokens=base.tokens + cand.tokens,
+                )
+            )
+    return out
+
+
+def second_chance(rows: Sequence[StreamRow]) -> list[SecondChanceLine]:
+    """Every arm with rows, read as a second answer after a failed public test.
+
+    One line per arm in `ALL_ARMS` order (but no memory); an arm that shares no
+    task with the no-memory arm is left out. Verdicts as `ablation`'s (exact
+    McNemar, alpha 5%), Holm-adjusted over this table's lines. The hidden tests
+    include the public one, so a no-memory answer that failed its public test
+    failed the task, and every other answer is kept: no line can lose a task
+    the no-memory arm passed (losses are 0 by construction); the question is
+    only how many failures a second answer turns into passes, and whether
+    showing something beats a plain second draw (`versus_resample`).
+    """
+    alpha = GateConfig().alpha
+    base_rows = [row for row in rows if row.arm == "no_memory"]
+    resample = _second_chance_rows(rows, "resample")
+    found = []
+    for arm in ALL_ARMS:
+        if arm == "no_memory":
+            continue
+        mine = _second_chance_rows(rows, arm)
+        c = compare_arms([*base_rows, *mine], arm)
+        if c is None:
+            continue
+        second = sum(
+            not b.public_passed for b, _ in paired_rows([*base_rows, *mine], "no_memory", arm)
+        )
+        versus = None
+        if arm != "resample" and resample:
+            versus = compare_arms([*resample, *mine], arm, "resample")
+        found.append((arm, c, second, versus))
+    raw = [c.verdict.p_value for _, c, _, _ in found]
+    adjusted = iter(holm_adjusted([p for p in raw if p is not None]))
+    lines = []
+    for (arm, c, second, versus), p in zip(found, raw, strict=True):
+        holm = next(adjusted) if p is not None else None
+        lines.append(
+            SecondChanceLine(
+                arm=arm,
+                derived=arm not in SECOND_CHANCE_ARMS,
+                second=second,
+                versus_none=c,
+                holm_p=holm,
+                promoted=c.verdict.promote and holm is not None and holm < alpha,
+                versus_resample=versus,
             )
         )
     return lines

@@ -52,19 +52,25 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry", "static"]
+Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample"]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static")
+EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static", "resample")
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
 by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
 same for every task), which read the memory arm's rows; the equal-compute
-arm (`retry`: no memory, a failed public test buys one more attempt); and the
+arm (`retry`: no memory, a failed public test buys one more attempt); the
 static arm (`_static`: two of the bank's reference solutions, the same for every
-task, nothing learned)."""
+task, nothing learned); and the resample arm (no memory, a failed public test
+buys one fresh draw of the very same request: a second chance with nothing
+shown, the bar for "show something after a failure", see `second_chance`)."""
+
+SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample")
+"""Arms that answer a task again only when the no-memory answer failed its public
+test, and otherwise keep that answer."""
 
 RETRY_ATTEMPTS = 2
 """Attempts of the equal-compute arm: the memory arm spends one more model call on
@@ -73,6 +79,21 @@ a task whose public test failed (lesson extraction) and none on a pass; the
 failing program and the public test's output (`Solver`'s fresh retry, no
 resamples). It is the cheap baseline memory has to beat: the start model given
 the compute the learning spent (issue "Transfer, measured honestly")."""
+
+
+def resample_solver(solver: Solver) -> Solver:
+    """`solver`'s second draw of the same request (the `resample` arm).
+
+    One attempt at the temperature and with the seed the solver's own second
+    attempt would use (`temperature + temperature_step`, capped; seed salt + 1),
+    the prompt unchanged: no failing program, no checker output, nothing shown.
+    It is what a second model call buys without any memory or feedback.
+    """
+    cfg = solver.config
+    hotter = max(cfg.temperature, min(cfg.temperature + cfg.temperature_step, cfg.max_temperature))
+    config = cfg.model_copy(update={"max_attempts": 1, "temperature": hotter, "seed": cfg.seed + 1})
+    return Solver(solver.model, solver.sandbox, config)
+
 
 ALL_ARMS: tuple[Arm, ...] = (*ARMS, *EXTRA_ARMS)
 """Every arm: the default ones, then the extra ones."""
@@ -271,6 +292,8 @@ class StreamContext:
             to its playbook (the same `memory`); None: no lessons.
         retry_solver: the `retry` arm's solver (`retry_solver`); None: the arm
             cannot run.
+        resample_solver: the `resample` arm's solver (`resample_solver`); None:
+            the arm cannot run.
     """
 
     solver: Solver
@@ -279,6 +302,7 @@ class StreamContext:
     memory: SkillMemory
     extractor: LessonExtractor | None = None
     retry_solver: Solver | None = None
+    resample_solver: Solver | None = None
 
 
 def retry_solver(solver: Solver) -> Solver:
@@ -353,6 +377,10 @@ def _solve(ctx: StreamContext, task: StreamTask, arm: Arm, shown: Recall) -> Ans
         if ctx.retry_solver is None:
             raise ValueError("the retry arm needs StreamContext.retry_solver")
         solver = ctx.retry_solver
+    elif arm == "resample":
+        if ctx.resample_solver is None:
+            raise ValueError("the resample arm needs StreamContext.resample_solver")
+        solver = ctx.resample_solver
     result = solver.solve(
         challenge,
         session_id=f"stream-{arm}",
@@ -398,7 +426,8 @@ def answer(
             learning curve reuses the start's result; it still learns from it.
             The same holds for the placebo arm, and for the `retry` arm when
             that answer passed its public test (its first attempt is the same
-            request, and a pass ends it).
+            request, and a pass ends it), and for the `resample` arm when it
+            passed (no second chance is taken).
         rows: the run's rows so far (the placebo arm reads the memory arm's).
 
     Returns:
@@ -407,8 +436,19 @@ def answer(
 
     Raises:
         InfrastructureError: the model or the sandbox failed (nothing is recorded).
+        UserError: the resample arm asked before the no-memory arm answered the task.
     """
     started = time.perf_counter()
+    if (
+        arm == "resample"
+        and unaided is None
+        and not any(r.task_id == task.task_id and r.arm == "no_memory" for r in rows)
+    ):
+        raise UserError(
+            "the resample arm is a second draw after the no-memory answer, which "
+            f"{task.task_id} does not have yet",
+            hint="run the no_memory arm first (--arms no_memory,resample)",
+        )
     if arm == "memory":
         shown = _shown(ctx, settings, task)
     elif arm == "placebo":
@@ -434,17 +474,26 @@ def answer(
     nothing_shown = not shown.lessons and not shown.skills
     if arm in ("placebo", *EXTRA_ARMS) and nothing_shown and unaided is None:
         earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
-        same = earlier and (arm != "retry" or earlier[0].public_passed)
+        same = earlier and (arm not in SECOND_CHANCE_ARMS or earlier[0].public_passed)
         if same:  # an earlier session's no-memory answer: the same request, the same answer
             return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
     reused = arm != "no_memory" and nothing_shown and unaided is not None
-    if arm == "retry" and unaided is not None and not unaided.result.passed:
+    if arm in SECOND_CHANCE_ARMS and unaided is not None and not unaided.result.passed:
         reused = False  # its public test failed: the second attempt is the arm's point
     done = unaided if reused and unaided is not None else _solve(ctx, task, arm, shown)
     result = done.result
+    first_calls, first_tokens = 0, 0
+    if arm == "resample" and not reused:
+        # the draw follows the no-memory answer, whose call and tokens it also spent
+        first = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
+        if unaided is not None:
+            traj = unaided.result.trajectory
+            first_calls, first_tokens = unaided.result.model_calls, traj.tokens_in + traj.tokens_out
+        elif first:
+            first_calls, first_tokens = first[0].model_calls, first[0].tokens
     added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
     added += sum(approx_tokens(section) for section in shown.skill_sections)
-    learned, learned_id, note, calls = "", "", "", result.model_calls
+    learned, learned_id, note, calls = "", "", "", result.model_calls + first_calls
     if arm == "memory" and settings.learn:
         learned, learned_id, note, extra = _learn(
             ctx, settings, task, result, done.code, done.trajectory_id
@@ -457,7 +506,7 @@ def answer(
         passed=done.passed,
         public_passed=result.passed,
         hidden_error=done.error[:300],
-        tokens=result.trajectory.tokens_in + result.trajectory.tokens_out,
+        tokens=result.trajectory.tokens_in + result.trajectory.tokens_out + first_tokens,
         added_tokens=added,
         lessons_shown=[x.lesson.id for x in shown.lessons],
         skills_shown=shown.skill_ids,
@@ -553,6 +602,7 @@ __all__ = [
     "ARMS",
     "EXTRA_ARMS",
     "RETRY_ATTEMPTS",
+    "SECOND_CHANCE_ARMS",
     "Answer",
     "Arm",
     "StreamContext",
@@ -560,6 +610,7 @@ __all__ = [
     "StreamRun",
     "StreamSettings",
     "answer",
+    "resample_solver",
     "retry_solver",
     "run_stream",
     "start_memory_from",
