@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._challenges import bare_challenge
 
 from nightschool.errors import ModelUnavailableError, UserError
 from nightschool.evals._humaneval import load_problems, run_program
@@ -736,11 +737,7 @@ def test_dream_then_stream_fixed_arm_shows_the_homes_verified_exemplars_only(
     from nightschool.lessons.skills import learn_skill
 
     def dream_task(name: str, prompt: str) -> Challenge:
-        return Challenge(
-            template=f"python_general.{name}", cluster="python_general", tier="starter",
-            seed=0, prompt=prompt, setup_script="", validation_script="",
-            reference_solution="", wrong_solution="",
-        )  # fmt: skip
+        return bare_challenge(f"python_general.{name}", prompt)
 
     home = tmp_path / "home.db"
     with Store.open(home) as store:

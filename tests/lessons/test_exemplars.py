@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests._challenges import bare_challenge
 
 from nightschool.challenges import Challenge
 from nightschool.config import Settings
@@ -19,17 +20,7 @@ from nightschool.store import Store
 
 
 def _task(template: str, prompt: str, *, cluster: str = "python_general") -> Challenge:
-    return Challenge(
-        template=template,
-        cluster=cluster,
-        tier="starter",
-        seed=0,
-        prompt=prompt,
-        setup_script="",
-        validation_script="",
-        reference_solution="",
-        wrong_solution="",
-    )
+    return bare_challenge(template, prompt, cluster=cluster)
 
 
 CELSIUS = _task(

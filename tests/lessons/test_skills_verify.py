@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from tests._challenges import bare_challenge
 from tests.lessons._scripted import asked
 
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
@@ -93,16 +94,8 @@ def test_skill_shown_for_new_seed_never_for_own_challenge_or_unrelated(
     assert recall(memory, same_text).skills == []  # the same task text is the same task
     held_out = recall(memory, render(TEMPLATE, "starter", 2), exclude_templates={TEMPLATE})
     assert held_out.skills == []
-    unrelated = Challenge(
-        template="chat.haiku",
-        cluster="python_general",
-        tier="starter",
-        seed=0,
-        prompt="Write a short haiku about autumn rain falling on a quiet harbour at dusk.",
-        setup_script="",
-        validation_script="",
-        reference_solution="",
-        wrong_solution="",
+    unrelated = bare_challenge(
+        "chat.haiku", "Write a short haiku about autumn rain falling on a quiet harbour at dusk."
     )
     nothing = recall(memory, unrelated)
     assert nothing.skills == [] and nothing.lessons == [] and nothing.skill_sections == []
