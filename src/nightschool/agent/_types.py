@@ -36,6 +36,12 @@ class AgentConfig:
             calls one of the agent's tool names, make one more model call to
             rewrite it (`agent._leak`); False only finds and records the leak
             (`extra["tool_leak"]`) and keeps the reply.
+        check_examples: when the request states Python examples (`assert`
+            lines, doctest pairs) and the reply has code, run them in the
+            sandbox; on a failure ask the request once more, hotter, and keep
+            the redraw only when it passes (`agent._examples`: the only arm the
+            MBPP stream promoted, +6 points). False still runs and records them
+            (`extra["examples"]`), without the redraw.
     """
 
     max_steps: int = 6
@@ -51,6 +57,7 @@ class AgentConfig:
     history_chars: int = 6000
     verifier_max_tokens: int = 120
     repair_tool_leaks: bool = True
+    check_examples: bool = True
 
     def __post_init__(self) -> None:
         checks = {

@@ -23,7 +23,9 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    the fenced text protocol otherwise (`extra["tool_protocol"]`); tool-call
    blobs are never the answer (`extra["blob_replies"]`). A final reply whose
    code uses the agent's tool names is rewritten once (`agent._leak`,
-   `extra["tool_leak"]`).
+   `extra["tool_leak"]`). Examples the request states are run against the
+   reply's code; a failure buys one redraw of the request, kept only when it
+   passes (`agent._examples`, `extra["examples"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
    ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
 5. Record: the redacted trajectory, lesson and skill exposures and outcome
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nightschool.agent._background import BackgroundReflections
+from nightschool.agent._examples import check_examples
 from nightschool.agent._leak import repair_tool_leak
 from nightschool.agent._request import (
     CORRECTION_CACHE_SIZE,
@@ -234,6 +237,7 @@ class ChatPipeline:
         window = conversation_window(messages, self.config.history_chars)
         conversation = [Message(role="system", content=system_prompt), *window]
         leak: dict[str, Any] | None = None
+        examples: dict[str, Any] | None = None
         screenshots: list[dict[str, Any]] = []
         try:
             workspace = self._workspace(session_id)
@@ -261,6 +265,22 @@ class ChatPipeline:
                 max_tokens=max_tokens,
                 names=leak_checked_names(browser=self.browser is not None),
             )
+            tick = time.perf_counter()
+            try:
+                examples = check_examples(
+                    self.model,
+                    self.sandbox,
+                    run,
+                    window,
+                    client_system=client_system,
+                    redraw=cfg.check_examples,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                )
+            except SandboxFaultError as fault:
+                # the sandbox's fault, never the reply's: recorded, the reply kept
+                examples = {"skipped": f"sandbox fault: {fault.message}"[:300]}
+            timings["examples"] = time.perf_counter() - tick
             screenshots = workspace.screenshots
         timings["model"], timings["tools"] = run.model_s, run.tools_s
         trajectory = self._assemble(
@@ -287,6 +307,8 @@ class ChatPipeline:
             extra["corrected_trajectory_id"] = correction.trajectory_id
         if leak is not None:
             extra["tool_leak"] = leak
+        if examples is not None:
+            extra["examples"] = examples
         if screenshots:
             extra["screenshots"] = screenshots
 

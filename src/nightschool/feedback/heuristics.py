@@ -87,6 +87,15 @@ def _signal(trajectory: Trajectory) -> str | None:
         at = text.find(SEQUENCE_ABORTED_BANNER)
         if at >= 0:
             return f"browser sequence aborted: {text[at:].splitlines()[0][:200]}"
+    examples = trajectory.extra.get("examples")
+    if (
+        isinstance(examples, dict)
+        and examples.get("passed") is False
+        and not examples.get("repaired")
+    ):
+        return f"the reply's code fails the request's own example: {examples.get('error', '')}"[
+            :300
+        ]
     errors = Counter(
         (call.name, normalise_error(call.error)) for call in trajectory.tool_calls if call.error
     )

@@ -1,0 +1,191 @@
+"""The request's own examples run against a chat reply's code, and the one redraw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent._examples import (
+    MAX_EXAMPLES,
+    REDRAW_TEMPERATURE_STEP,
+    request_examples,
+    run_examples,
+)
+from nightschool.agent.loop import DIRECT_SYSTEM_PROMPT
+from nightschool.errors import ModelUnavailableError
+from nightschool.llm import Message, ScriptedModel
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+from nightschool.trajectory import Outcome
+
+REQUEST = (
+    "Write a Python function count_evens(xs) that counts the even numbers of a list.\n"
+    "assert count_evens([1, 2, 4]) == 2"
+)
+WRONG = "```python\ndef count_evens(xs):\n    return len(xs)\n```"
+RIGHT = "```python\ndef count_evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n```"
+
+
+def user(text: str) -> Message:
+    return {"role": "user", "content": text}
+
+
+# -- reading the examples --------------------------------------------------------------
+
+
+def test_assert_lines_and_doctest_pairs_are_read_in_order_once() -> None:
+    text = (
+        "Add two numbers.\n"
+        "    assert add(2, 3) == 5\n"
+        ">>> add(1, 1)\n2\n"
+        "`assert add(0, 0) == 0`\n"
+        "assert add(2, 3) == 5\n"  # a repeat
+        "assert add(\n"  # does not parse
+        ">>> add(\n"
+        ">>> shout('a')\n'A!'\n"
+    )
+    found = request_examples(text)
+    assert found[0] == "assert add(2, 3) == 5"
+    assert found[1].startswith("_got = add(1, 1)\nassert repr(_got) == '2' or str(_got) == '2'")
+    assert found[2] == "assert add(0, 0) == 0"
+    assert found[3].startswith("_got = shout('a')\nassert repr(_got) == \"'A!'\"")
+    assert len(found) == 4
+
+
+def test_a_request_without_examples_has_none_and_many_are_capped() -> None:
+    assert request_examples("Write a haiku about the sea. Assert your feelings.") == []
+    assert request_examples(">>> add(1, 1)\n>>> add(2, 2)\n") == []  # no expected output
+    many = "\n".join(f"assert f({k}) == {k}" for k in range(20))
+    assert len(request_examples(many)) == MAX_EXAMPLES
+
+
+def test_examples_run_after_the_code_in_the_real_sandbox() -> None:
+    sandbox = Sandbox()
+    checks = request_examples(REQUEST + "\n>>> count_evens([])\n0")
+    right = "def count_evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
+    assert run_examples(sandbox, right, checks) == (True, "")
+    passed, error = run_examples(sandbox, "def count_evens(xs):\n    return len(xs)\n", checks)
+    assert not passed and error.startswith("AssertionError")
+    # code that leaves before the examples ran does not pass, whatever its status
+    passed, _ = run_examples(sandbox, "import sys\nsys.exit(0)\n", checks)
+    assert not passed
+    passed, error = run_examples(sandbox, "while True:\n    pass\n", checks, timeout_s=1)
+    assert not passed and "timed out" in error
+
+
+# -- in a chat turn (the real sandbox and store, a scripted model) ---------------------
+
+
+@pytest.fixture
+def make(store: Store, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
+    made: list[ChatPipeline] = []
+
+    def _make(model: ScriptedModel, **config: Any) -> ChatPipeline:
+        pipe = ChatPipeline(
+            model=model,
+            store=store,
+            sandbox=Sandbox(),
+            memory=None,
+            reflector=None,
+            workspace_root=tmp_path / "workspaces",
+            config=AgentConfig(**{"verify": False, **config}),
+            wake_up=False,
+        )
+        made.append(pipe)
+        return pipe
+
+    yield _make
+    for pipe in made:
+        pipe.close(wait=True, timeout_s=30)
+
+
+def test_a_reply_failing_the_requests_example_is_redrawn_and_the_redraw_kept(
+    make: Callable[..., ChatPipeline], store: Store
+) -> None:
+    model = ScriptedModel([WRONG, RIGHT])
+    result = make(model).handle([user(REQUEST)], session_id="s")
+    assert result.reply == RIGHT
+    stored = store.get_trajectory(result.trajectory.id)
+    assert stored is not None and stored.final_response == RIGHT
+    record = stored.extra["examples"]
+    assert record["examples"] == 1 and record["passed"] is False
+    assert record["redraw"] == "fixed" and record["repaired"] is True
+    assert record["error"].startswith("AssertionError")
+    assert stored.outcome != Outcome.FAILED  # the user got code that passes
+    assert stored.n_steps == 2
+    first, redraw = model.calls
+    # the same request again, as a direct answer: no tools, nothing of the failure
+    assert redraw.tools is None and redraw.messages[0]["content"].startswith(DIRECT_SYSTEM_PROMPT)
+    assert [m["role"] for m in redraw.messages] == ["system", "user"]
+    assert redraw.messages[-1]["content"] == REQUEST
+    assert WRONG not in "\n".join(m["content"] for m in redraw.messages)
+    assert redraw.temperature == pytest.approx(first.temperature + REDRAW_TEMPERATURE_STEP)
+    assert redraw.seed is not None and redraw.seed != first.seed
+
+
+def test_a_passing_reply_and_a_request_without_examples_cost_no_call(
+    make: Callable[..., ChatPipeline], store: Store
+) -> None:
+    model = ScriptedModel([RIGHT, WRONG, "never used"])
+    pipe = make(model)
+    passing = pipe.handle([user(REQUEST)], session_id="a")
+    assert passing.reply == RIGHT and passing.trajectory.extra["examples"] == {
+        "examples": 1,
+        "passed": True,
+    }
+    # an unrelated request states no example: nothing is run, nothing recorded
+    plain = pipe.handle([user("Write count_evens(xs) in Python.")], session_id="b")
+    assert plain.reply == WRONG and "examples" not in plain.trajectory.extra
+    assert len(model.calls) == 2
+
+
+def test_a_redraw_that_fails_too_keeps_the_first_reply_and_fails_the_turn(
+    make: Callable[..., ChatPipeline], store: Store
+) -> None:
+    also_wrong = "```python\ndef count_evens(xs):\n    return 0\n```"
+    model = ScriptedModel([WRONG, also_wrong])
+    result = make(model).handle([user(REQUEST)], session_id="s")
+    assert result.reply == WRONG
+    record = result.trajectory.extra["examples"]
+    assert record["redraw"] == "still fails" and not record["repaired"]
+    assert record["error_after"].startswith("AssertionError")
+    stored = store.get_trajectory(result.trajectory.id)
+    assert stored is not None and stored.outcome == Outcome.FAILED
+    assert stored.failure_reason is not None
+    assert "fails the request's own example" in stored.failure_reason
+
+
+def test_redraw_off_runs_the_examples_and_asks_nothing(
+    make: Callable[..., ChatPipeline],
+) -> None:
+    model = ScriptedModel([WRONG, "never used"])
+    result = make(model, check_examples=False).handle([user(REQUEST)], session_id="s")
+    assert result.reply == WRONG and len(model.calls) == 1
+    assert result.trajectory.extra["examples"]["redraw"] == "off"
+    assert result.trajectory.outcome == Outcome.FAILED
+
+
+def test_a_redraw_without_code_keeps_the_first_reply(
+    make: Callable[..., ChatPipeline],
+) -> None:
+    model = ScriptedModel([WRONG, "I cannot help with that."])
+    result = make(model).handle([user(REQUEST)], session_id="s")
+    assert result.reply == WRONG
+    assert result.trajectory.extra["examples"]["redraw"] == "no code"
+
+
+def test_a_model_outage_during_the_redraw_is_an_infrastructure_error(
+    make: Callable[..., ChatPipeline], store: Store
+) -> None:
+    model = ScriptedModel([WRONG, ModelUnavailableError("server gone")])
+    with pytest.raises(ModelUnavailableError):
+        make(model).handle([user(REQUEST)], session_id="s")
+    [stored] = list(store.iter_trajectories())
+    assert stored.outcome == Outcome.UNKNOWN and stored.failure_reason is None
+    assert stored.infrastructure_error == "ModelUnavailableError: server gone"
+    assert stored.extra["examples"]["redraw"] == "unavailable"
+    assert stored.final_response == WRONG
