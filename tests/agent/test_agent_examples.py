@@ -47,13 +47,43 @@ def test_assert_lines_and_doctest_pairs_are_read_in_order_once() -> None:
         "assert add(\n"  # does not parse
         ">>> add(\n"
         ">>> shout('a')\n'A!'\n"
+        ">>> table()\n<a table>\n"  # not a literal: compared as text
     )
     found = request_examples(text)
     assert found[0] == "assert add(2, 3) == 5"
-    assert found[1].startswith("_got = add(1, 1)\nassert repr(_got) == '2' or str(_got) == '2'")
+    assert found[1].startswith("_got = add(1, 1)\nassert _got == 2, ")  # by value
     assert found[2] == "assert add(0, 0) == 0"
-    assert found[3].startswith("_got = shout('a')\nassert repr(_got) == \"'A!'\"")
-    assert len(found) == 4
+    assert found[3].startswith("_got = shout('a')\nassert _got == 'A!', ")
+    assert found[4].startswith("_got = table()\nassert repr(_got) == '<a table>' or str(_got) ==")
+    assert len(found) == 5
+
+
+def test_doctest_outputs_compare_by_value_and_a_bare_comparison_is_its_own_check() -> None:
+    sandbox = Sandbox()
+    code = "def shift(n):\n    return str(n)[::-1]\n"
+    # HumanEval/65 writes the string output with double quotes: the same value
+    assert run_examples(sandbox, code, request_examples('>>> shift(12)\n"21"')) == (True, "")
+    # a comparison that closes the docstring, with no output line, is an assertion
+    [check] = request_examples('>>> shift(12) == "21"\n    """')
+    assert check == 'assert shift(12) == "21"'
+    assert request_examples('>>> shift(12)\n    """') == []  # the docstring's end is not output
+
+
+def test_humaneval_references_pass_the_examples_their_prompts_state() -> None:
+    from nightschool.evals._humaneval import load_problems
+
+    sandbox = Sandbox()
+    stated = passed = caught = 0
+    for problem in load_problems()[:40]:  # a benchmark nobody here wrote
+        checks = request_examples(problem.prompt)
+        if not checks:
+            continue
+        stated += 1
+        passed += run_examples(sandbox, problem.prompt + problem.canonical_solution, checks)[0]
+        caught += not run_examples(sandbox, problem.prompt + "    return None\n", checks)[0]
+    assert stated >= 15
+    assert passed == stated  # none of the first 40 prompts has a wrong example
+    assert caught == stated
 
 
 def test_a_request_without_examples_has_none_and_many_are_capped() -> None:
