@@ -124,3 +124,56 @@ def test_correction_becomes_a_lesson_that_the_next_similar_turn_sees(
     assert PLAYBOOK_HEADER in third.trajectory.system_prompt
     assert done.lesson_id in third.trajectory.system_prompt
     assert third.trajectory.extra["lessons_shown"] == list(third.lessons_shown)
+
+
+def test_the_requests_example_is_run_and_a_failure_redrawn_on_the_real_model(
+    model: EmbeddedModel, store: Store, tmp_path: Path
+) -> None:
+    """SmolLM2 at temperature 0 writes `double` right and `second_largest` wrong (seen)."""
+    pipe = ChatPipeline(
+        model=model,
+        store=store,
+        sandbox=Sandbox(),
+        memory=None,
+        reflector=None,
+        workspace_root=tmp_path / "ws",
+        config=AgentConfig(max_steps=1, max_tokens=96, verify=False, temperature=0.0),
+        wake_up=False,
+    )
+    ask = "Write a Python function {}.\n```python\nassert {}\n```"
+    try:
+        easy = pipe.handle(
+            [user(ask.format("double(x) that returns twice x", "double(2) == 4"))], session_id="a"
+        )
+        hard = pipe.handle(
+            [
+                user(
+                    ask.format(
+                        "second_largest(xs) that returns the second largest distinct number "
+                        "of a list",
+                        "second_largest([4, 9, 9, 2]) == 4",
+                    )
+                )
+            ],
+            session_id="b",
+        )
+    finally:
+        pipe.close()
+    if "examples" in easy.trajectory.extra:  # a reply with code: its example was run
+        record = easy.trajectory.extra["examples"]
+        assert record["examples"] == 1
+        assert easy.trajectory.n_steps == (1 if record["passed"] else 2)
+    record = hard.trajectory.extra["examples"]  # it writes code: its example is run
+    assert record["examples"] == 1
+    if record["passed"]:  # not seen: a right answer needs no redraw
+        assert hard.trajectory.n_steps == 1 and "redraw" not in record
+        return
+    assert record["error"] and record["redraw"] in ("fixed", "still fails", "no code")
+    assert hard.trajectory.n_steps == 2  # the answer, then one redraw
+    stored = store.get_trajectory(hard.trajectory.id)
+    assert stored is not None
+    if record["repaired"]:
+        assert stored.final_response != "" and stored.outcome != Outcome.FAILED
+    else:
+        assert stored.outcome == Outcome.FAILED
+        assert "fails the request's own example" in (stored.failure_reason or "")
