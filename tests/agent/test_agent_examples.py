@@ -107,6 +107,21 @@ def test_examples_run_after_the_code_in_the_real_sandbox() -> None:
     assert not passed and "timed out" in error
 
 
+def test_the_replys_python_blocks_are_run_not_its_transcripts_or_shell() -> None:
+    from nightschool.agent._examples import _code
+
+    reply = (
+        "```python\ndef double(x):\n    return 2 * x\n```\nUsage:\n"
+        "```\n>>> double(2)\n4\n```\n```bash\npython double.py\n```"
+    )
+    assert _code(reply) == "def double(x):\n    return 2 * x\n"
+    broken = "```python\ndef double(x) return 2 * x\n```"
+    assert _code(broken) == "def double(x) return 2 * x\n"  # the only program: run, and fails
+    assert _code("```bash\nls\n```") is None
+    assert _code("def double(x):\n    return 2 * x\n") == "def double(x):\n    return 2 * x\n"
+    assert _code("No code here.") is None
+
+
 # -- in a chat turn (the real sandbox and store, a scripted model) ---------------------
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import secrets
 import time
 from collections.abc import Sequence
@@ -160,8 +161,32 @@ def run_examples(
     return False, (lines[-1] if lines else f"exit status {result.returncode}")[:300]
 
 
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
+_PYTHON_TAGS = {"", "python", "py", "python3"}
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def _code(text: str) -> str | None:
-    blocks = code_blocks(text)
+    """The reply's Python: its python (or untagged) fenced blocks joined, or None.
+
+    Where there are several, a block that does not parse (a `>>>` transcript,
+    shell output) is left out; a single block is kept whatever it holds, so a
+    reply whose only program is broken fails its examples and is redrawn.
+    """
+    fenced = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+    if not fenced:
+        blocks = code_blocks(text)  # a raw code reply, read whole when it is Python
+        return "\n\n".join(blocks) if blocks else None
+    blocks = [body for tag, body in fenced if tag in _PYTHON_TAGS]
+    if len(blocks) > 1:
+        blocks = [body for body in blocks if _parses(body)]
     return "\n\n".join(blocks) if blocks else None
 
 
