@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.agent._examples import (
     MAX_EXAMPLES,
     REDRAW_TEMPERATURE_STEP,
+    _code,
+    _program,
     request_examples,
     run_examples,
 )
@@ -108,8 +111,6 @@ def test_examples_run_after_the_code_in_the_real_sandbox() -> None:
 
 
 def test_the_replys_python_blocks_are_run_not_its_transcripts_or_shell() -> None:
-    from nightschool.agent._examples import _code
-
     reply = (
         "```python\ndef double(x):\n    return 2 * x\n```\nUsage:\n"
         "```\n>>> double(2)\n4\n```\n```bash\npython double.py\n```"
@@ -120,6 +121,28 @@ def test_the_replys_python_blocks_are_run_not_its_transcripts_or_shell() -> None
     assert _code("```bash\nls\n```") is None
     assert _code("def double(x):\n    return 2 * x\n") == "def double(x):\n    return 2 * x\n"
     assert _code("No code here.") is None
+
+
+def test_a_body_only_reply_runs_after_the_requests_own_signature() -> None:
+    from nightschool.evals._humaneval import load_problems
+
+    sandbox = Sandbox()
+    problem = load_problems()[2]  # truncate_number: its prompt states a doctest
+    checks = request_examples(problem.prompt)
+    reply = f"```python\n{problem.canonical_solution}```"  # the body alone
+    program = _program(problem.prompt, _code(reply))
+    assert program == problem.prompt.lstrip("\n") + problem.canonical_solution
+    assert checks and run_examples(sandbox, program, checks) == (True, "")
+    fenced = f"Complete it:\n```python\n{problem.prompt}```"
+    assert _program(fenced, _code(reply)) == problem.prompt + problem.canonical_solution
+    # the eval's request: an instruction, then the prompt; a body that lost its indentation
+    asked = "Complete the following Python function.\n\n" + problem.prompt
+    flat = textwrap.dedent(problem.canonical_solution)
+    program = _program(asked, flat)
+    assert program == problem.prompt.lstrip("\n") + textwrap.indent(flat, "    ")
+    assert run_examples(sandbox, program, checks) == (True, "")
+    whole = "def f():\n    return 1\n"
+    assert _program(problem.prompt, whole) == whole  # a reply that parses is run as it is
 
 
 # -- in a chat turn (the real sandbox and store, a scripted model) ---------------------

@@ -31,6 +31,7 @@ import ast
 import hashlib
 import re
 import secrets
+import textwrap
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -166,8 +167,9 @@ _PYTHON_TAGS = {"", "python", "py", "python3"}
 
 
 def _parses(code: str) -> bool:
+    """Whether `code` compiles (`ast.parse` alone accepts a `return` outside a function)."""
     try:
-        ast.parse(code)
+        compile(code, "<reply>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -188,6 +190,33 @@ def _code(text: str) -> str | None:
     if len(blocks) > 1:
         blocks = [body for body in blocks if _parses(body)]
     return "\n\n".join(blocks) if blocks else None
+
+
+_CODE_START = re.compile(r"^(?:from |import |def |class |@)", re.MULTILINE)
+
+
+def _program(request: str, code: str | None) -> str | None:
+    """The program to run: `code`, or the request's own code then `code` for a body-only reply.
+
+    A reply to a signature and docstring may hold only the function's body
+    (HumanEval's completion form); it does not parse alone. The request's code
+    (its python blocks, else the request from its first line that starts a
+    definition or an import) followed by the body, as it came or indented one
+    level, does.
+    """
+    if code is None or _parses(code):
+        return code
+    fenced = [body for tag, body in _FENCE.findall(request) if tag.strip().lower() in _PYTHON_TAGS]
+    first = _CODE_START.search(request)
+    prefixes = ["\n".join(fenced)] if fenced else []
+    prefixes += [request[first.start() :]] if first else []
+    bodies = (code, textwrap.indent(textwrap.dedent(code), "    "))
+    for prefix in prefixes:
+        joined = prefix if prefix.endswith("\n") else prefix + "\n"
+        for body in bodies:
+            if _parses(joined + body):
+                return joined + body
+    return code
 
 
 def check_examples(
@@ -234,8 +263,9 @@ def check_examples(
         return None
     if not window or window[-1]["role"] != "user":
         return None
-    examples = request_examples(window[-1]["content"])
-    code = _code(run.reply) if examples else None
+    request = window[-1]["content"]
+    examples = request_examples(request)
+    code = _program(request, _code(run.reply)) if examples else None
     if code is None:
         return None
     passed, error = run_examples(sandbox, code, examples, timeout_s)
@@ -270,7 +300,7 @@ def check_examples(
     run.finish_reasons.append(completion.finish_reason)
     text = completion.text.strip()
     is_call = bool(completion.tool_calls) or parse_tool_call(text) is not None
-    redrawn = None if is_call or detect_blob(text) is not None else _code(text)
+    redrawn = None if is_call or detect_blob(text) is not None else _program(request, _code(text))
     if redrawn is None:
         record["redraw"] = "no code"
         return record

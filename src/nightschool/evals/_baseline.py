@@ -220,14 +220,6 @@ def check_compatible(baseline: Baseline, run: EvalRun) -> None:
             run by the stub runner (an echo is not a model, whatever it is named)
             (CLI exit 2).
     """
-    stubs = (baseline.provenance.get("runner") == "stub", run.runner == "stub")
-    if stubs[0] != stubs[1]:
-        which = ("the baseline", "the run") if stubs[0] else ("the run", "the baseline")
-        raise BaselineMismatchError(
-            f"runner mismatch: {which[0]} was run by the stub runner (an echo, no model), "
-            f"{which[1]} was not",
-            hint="a stub run pairs only with a stub baseline (--runner stub)",
-        )
     if baseline.suite != run.suite:
         raise BaselineMismatchError(
             f"suite mismatch: the baseline is suite {baseline.suite!r}, the run is {run.suite!r}"
@@ -237,6 +229,14 @@ def check_compatible(baseline: Baseline, run: EvalRun) -> None:
             f"model mismatch: the baseline was run with {baseline.model!r}, this run with "
             f"{run.model!r}",
             hint="compare runs of the same model, or freeze a new baseline for this model",
+        )
+    stubs = (baseline.provenance.get("runner") == "stub", run.runner == "stub")
+    if stubs[0] != stubs[1]:
+        which = ("the baseline", "the run") if stubs[0] else ("the run", "the baseline")
+        raise BaselineMismatchError(
+            f"runner mismatch: {which[0]} was run by the stub runner (an echo, no model), "
+            f"{which[1]} was not",
+            hint="a stub run pairs only with a stub baseline (--runner stub)",
         )
 
 
