@@ -32,7 +32,13 @@ from nightschool.errors import EXIT_CODES, UserError
 
 if TYPE_CHECKING:
     from nightschool.config import Settings
-    from nightschool.evals.stream import Arm, SliceReport, StreamRow, StreamRun
+    from nightschool.evals.stream import (
+        Arm,
+        ArmComparison,
+        SliceReport,
+        StreamRow,
+        StreamRun,
+    )
     from nightschool.gate import Verdict
 
 
@@ -113,6 +119,25 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
     return out
 
 
+def _versus_none(
+    arm: str, versus: ArmComparison, holm_p: float | None, promoted: bool
+) -> dict[str, object]:
+    """An ablation or second-chance line's figures against no memory, as JSON values."""
+    mine = versus.figures[arm]
+    return {
+        "arm": arm,
+        "tasks": mine.total,
+        "passed": mine.passed,
+        "no_memory_passed": versus.figures["no_memory"].passed,
+        "wins": versus.wins,
+        "losses": versus.losses,
+        "p_value": versus.verdict.p_value,
+        "holm_p": holm_p,
+        "promoted": promoted,
+        "model_calls": mine.model_calls,
+    }
+
+
 def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
     # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
     from nightschool.evals.stream import (
@@ -148,40 +173,22 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
         **{arm: _extra_arm_lines(run, arm) for arm in EXTRA_ARMS},
         "ablation": [
             {
-                "arm": line.arm,
-                "tasks": line.versus_none.figures[line.arm].total,
-                "passed": line.versus_none.figures[line.arm].passed,
-                "no_memory_passed": line.versus_none.figures["no_memory"].passed,
-                "wins": line.versus_none.wins,
-                "losses": line.versus_none.losses,
-                "p_value": line.versus_none.verdict.p_value,
-                "holm_p": line.holm_p,
-                "promoted": line.promoted,
+                **_versus_none(line.arm, line.versus_none, line.holm_p, line.promoted),
                 "versus_placebo": None
                 if line.versus_placebo is None
                 else [line.versus_placebo.wins, line.versus_placebo.losses],
                 "added_tokens": line.versus_none.figures[line.arm].added_tokens,
-                "model_calls": line.versus_none.figures[line.arm].model_calls,
             }
             for line in ablation(run.rows)
         ],
         "second_chance": [
             {
-                "arm": line.arm,
+                **_versus_none(line.arm, line.versus_none, line.holm_p, line.promoted),
                 "derived": line.derived,
-                "tasks": line.versus_none.figures[line.arm].total,
                 "second_answers": line.second,
-                "passed": line.versus_none.figures[line.arm].passed,
-                "no_memory_passed": line.versus_none.figures["no_memory"].passed,
-                "wins": line.versus_none.wins,
-                "losses": line.versus_none.losses,
-                "p_value": line.versus_none.verdict.p_value,
-                "holm_p": line.holm_p,
-                "promoted": line.promoted,
                 "versus_resample": None
                 if line.versus_resample is None
                 else [line.versus_resample.wins, line.versus_resample.losses],
-                "model_calls": line.versus_none.figures[line.arm].model_calls,
             }
             for line in second_chance(run.rows)
         ],

@@ -203,6 +203,22 @@ class AblationLine:
     versus_placebo: ArmComparison | None
 
 
+def _holm_family(comparisons: Sequence[ArmComparison]) -> list[tuple[float | None, bool]]:
+    """(Holm-adjusted p, promoted) per comparison, the family being all of them.
+
+    Promoted: the gate promotes the candidate *and* its adjusted p is below the
+    gate's alpha. A comparison without a p-value gets (None, False).
+    """
+    alpha = GateConfig().alpha
+    raw = [c.verdict.p_value for c in comparisons]
+    adjusted = iter(holm_adjusted([p for p in raw if p is not None]))
+    out = []
+    for c, p in zip(comparisons, raw, strict=True):
+        holm = next(adjusted) if p is not None else None
+        out.append((holm, c.verdict.promote and holm is not None and holm < alpha))
+    return out
+
+
 def ablation(rows: Sequence[StreamRow]) -> list[AblationLine]:
     """Every arm with rows (but no memory) against no memory and the placebo, family-corrected.
 
@@ -212,30 +228,19 @@ def ablation(rows: Sequence[StreamRow]) -> list[AblationLine]:
     survive Holm's adjustment over the arms of the table, since five arms tried
     against one baseline find a lucky one about one time in four.
     """
-    alpha = GateConfig().alpha
-    found = [
-        (arm, c)
-        for arm in ALL_ARMS
-        if arm != "no_memory"
-        for c in [compare_arms(rows, arm)]
-        if c is not None
-    ]
-    raw = [c.verdict.p_value for _, c in found]
-    known = [p for p in raw if p is not None]
-    adjusted = iter(holm_adjusted(known))
-    lines = []
-    for (arm, c), p in zip(found, raw, strict=True):
-        holm = next(adjusted) if p is not None else None
-        lines.append(
-            AblationLine(
-                arm=arm,
-                versus_none=c,
-                holm_p=holm,
-                promoted=c.verdict.promote and holm is not None and holm < alpha,
-                versus_placebo=None if arm == "placebo" else compare_arms(rows, arm, "placebo"),
-            )
+    found = [c for arm in ALL_ARMS if arm != "no_memory" for c in [compare_arms(rows, arm)] if c]
+    return [
+        AblationLine(
+            arm=c.candidate,
+            versus_none=c,
+            holm_p=holm,
+            promoted=promoted,
+            versus_placebo=None
+            if c.candidate == "placebo"
+            else compare_arms(rows, c.candidate, "placebo"),
         )
-    return lines
+        for c, (holm, promoted) in zip(found, _holm_family(found), strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -305,7 +310,6 @@ def second_chance(rows: Sequence[StreamRow]) -> list[SecondChanceLine]:
     only how many failures a second answer turns into passes, and whether
     showing something beats a plain second draw (`versus_resample`).
     """
-    alpha = GateConfig().alpha
     base_rows = [row for row in rows if row.arm == "no_memory"]
     resample = _second_chance_rows(rows, "resample")
     found = []
@@ -323,23 +327,19 @@ def second_chance(rows: Sequence[StreamRow]) -> list[SecondChanceLine]:
         if arm != "resample" and resample:
             versus = compare_arms([*resample, *mine], arm, "resample")
         found.append((arm, c, second, versus))
-    raw = [c.verdict.p_value for _, c, _, _ in found]
-    adjusted = iter(holm_adjusted([p for p in raw if p is not None]))
-    lines = []
-    for (arm, c, second, versus), p in zip(found, raw, strict=True):
-        holm = next(adjusted) if p is not None else None
-        lines.append(
-            SecondChanceLine(
-                arm=arm,
-                derived=arm not in SECOND_CHANCE_ARMS,
-                second=second,
-                versus_none=c,
-                holm_p=holm,
-                promoted=c.verdict.promote and holm is not None and holm < alpha,
-                versus_resample=versus,
-            )
+    family = _holm_family([c for _, c, _, _ in found])
+    return [
+        SecondChanceLine(
+            arm=arm,
+            derived=arm not in SECOND_CHANCE_ARMS,
+            second=second,
+            versus_none=c,
+            holm_p=holm,
+            promoted=promoted,
+            versus_resample=versus,
         )
-    return lines
+        for (arm, c, second, versus), (holm, promoted) in zip(found, family, strict=True)
+    ]
 
 
 def report(rows: Sequence[StreamRow]) -> list[SliceReport]:

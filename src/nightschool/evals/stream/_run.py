@@ -261,11 +261,9 @@ def answer(
         UserError: the resample arm asked before the no-memory arm answered the task.
     """
     started = time.perf_counter()
-    if (
-        arm == "resample"
-        and unaided is None
-        and not any(r.task_id == task.task_id and r.arm == "no_memory" for r in rows)
-    ):
+    # the no-memory answer of an earlier session (this process's is `unaided`)
+    first = next((r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"), None)
+    if arm == "resample" and unaided is None and first is None:
         raise UserError(
             "the resample arm is a second draw after the no-memory answer, which "
             f"{task.task_id} does not have yet",
@@ -295,10 +293,9 @@ def answer(
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
     if arm in ("placebo", *EXTRA_ARMS) and nothing_shown and unaided is None:
-        earlier = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
-        same = earlier and (arm not in SECOND_CHANCE_ARMS or earlier[0].public_passed)
-        if same:  # an earlier session's no-memory answer: the same request, the same answer
-            return dataclasses.replace(earlier[0], arm=arm, reused=True, duration_s=0.0), None
+        if first is not None and (arm not in SECOND_CHANCE_ARMS or first.public_passed):
+            # an earlier session's no-memory answer: the same request, the same answer
+            return dataclasses.replace(first, arm=arm, reused=True, duration_s=0.0), None
     reused = arm != "no_memory" and nothing_shown and unaided is not None
     if arm in SECOND_CHANCE_ARMS and unaided is not None and not unaided.result.passed:
         reused = False  # its public test failed: the second attempt is the arm's point
@@ -307,12 +304,11 @@ def answer(
     first_calls, first_tokens = 0, 0
     if arm == "resample" and not reused:
         # the draw follows the no-memory answer, whose call and tokens it also spent
-        first = [r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"]
         if unaided is not None:
             traj = unaided.result.trajectory
             first_calls, first_tokens = unaided.result.model_calls, traj.tokens_in + traj.tokens_out
-        elif first:
-            first_calls, first_tokens = first[0].model_calls, first[0].tokens
+        elif first is not None:
+            first_calls, first_tokens = first.model_calls, first.tokens
     added = approx_tokens(format_playbook(shown.lessons)) if shown.lessons else 0
     added += sum(approx_tokens(section) for section in shown.skill_sections)
     learned, learned_id, note, calls = "", "", "", result.model_calls + first_calls
