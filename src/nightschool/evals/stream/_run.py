@@ -292,10 +292,16 @@ def answer(
     else:
         shown = Recall()
     nothing_shown = not shown.lessons and not shown.skills
-    if arm in ("placebo", *EXTRA_ARMS) and nothing_shown and unaided is None:
-        if first is not None and (arm not in SECOND_CHANCE_ARMS or first.public_passed):
-            # an earlier session's no-memory answer: the same request, the same answer
-            return dataclasses.replace(first, arm=arm, reused=True, duration_s=0.0), None
+    if (
+        first is not None
+        and unaided is None
+        and nothing_shown
+        and arm in ("placebo", *EXTRA_ARMS)
+        and (arm not in SECOND_CHANCE_ARMS or first.public_passed)
+    ):
+        # an earlier session's no-memory answer: the same request, the same answer (a
+        # second-chance arm whose public test failed answers again: that is its point)
+        return dataclasses.replace(first, arm=arm, reused=True, duration_s=0.0), None
     reused = arm != "no_memory" and nothing_shown and unaided is not None
     if arm in SECOND_CHANCE_ARMS and unaided is not None and not unaided.result.passed:
         reused = False  # its public test failed: the second attempt is the arm's point
