@@ -32,13 +32,11 @@ import hashlib
 import re
 import secrets
 import textwrap
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from nightschool.agent._leak import code_blocks
-from nightschool.agent._parsing import detect_blob, parse_tool_call
-from nightschool.agent.loop import TurnRun, build_system_prompt
+from nightschool.agent._leak import code_blocks, fenced_blocks, follow_up_call
+from nightschool.agent.loop import TurnRun
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
 from nightschool.sandbox import Sandbox, python_argv
@@ -162,7 +160,6 @@ def run_examples(
     return False, (lines[-1] if lines else f"exit status {result.returncode}")[:300]
 
 
-_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"", "python", "py", "python3"}
 
 
@@ -182,7 +179,7 @@ def _code(text: str) -> str | None:
     shell output) is left out; a single block is kept whatever it holds, so a
     reply whose only program is broken fails its examples and is redrawn.
     """
-    fenced = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+    fenced = fenced_blocks(text)
     if not fenced:
         blocks = code_blocks(text)  # a raw code reply, read whole when it is Python
         return "\n\n".join(blocks) if blocks else None
@@ -206,7 +203,7 @@ def _program(request: str, code: str | None) -> str | None:
     """
     if code is None or _parses(code):
         return code
-    fenced = [body for tag, body in _FENCE.findall(request) if tag.strip().lower() in _PYTHON_TAGS]
+    fenced = [body for tag, body in fenced_blocks(request) if tag in _PYTHON_TAGS]
     first = _CODE_START.search(request)
     prefixes = ["\n".join(fenced)] if fenced else []
     prefixes += [request[first.start() :]] if first else []
@@ -275,33 +272,22 @@ def check_examples(
     record.update({"error": error, "redraw": "off", "repaired": False})
     if not redraw:
         return record
-    messages = [
-        Message(role="system", content=build_system_prompt("", client_system, tools={})),
-        *(Message(role=m["role"], content=m["content"]) for m in window),
-    ]
-    digest = hashlib.sha256(window[-1]["content"].encode()).digest()
-    started = time.perf_counter()
+    digest = hashlib.sha256(request.encode()).digest()
     try:
-        completion = model.complete(
-            messages,
+        text = follow_up_call(
+            model,
+            run,
+            window,
+            client_system=client_system,
             temperature=min(temperature + REDRAW_TEMPERATURE_STEP, max(1.0, temperature)),
             max_tokens=max_tokens,
             seed=int.from_bytes(digest[:4], "big"),
         )
-    except InfrastructureError as exc:
-        run.infrastructure_error = exc
+    except InfrastructureError:
         record["redraw"] = "unavailable"
         return record
-    finally:
-        run.model_s += time.perf_counter() - started
-    run.n_steps += 1
-    run.tokens_in += completion.tokens_in
-    run.tokens_out += completion.tokens_out
-    run.finish_reasons.append(completion.finish_reason)
-    text = completion.text.strip()
-    is_call = bool(completion.tool_calls) or parse_tool_call(text) is not None
-    redrawn = None if is_call or detect_blob(text) is not None else _program(request, _code(text))
-    if redrawn is None:
+    redrawn = None if text is None else _program(request, _code(text))
+    if text is None or redrawn is None:
         record["redraw"] = "no code"
         return record
     fixed, after = run_examples(sandbox, redrawn, examples, timeout_s)

@@ -73,7 +73,7 @@ LEAK_NOTE = (
 )
 """The user-turn note of the repair call (`{names}`: the leaked names, back-quoted)."""
 
-_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = re.compile(r"```([^\n]*)\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,15 @@ class LeakSite:
     line: int
 
 
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(info string, code) of every fenced block in `text`, in order.
+
+    An unclosed last fence runs to the end; the info string is lower-cased and
+    stripped (`python`, `""`).
+    """
+    return [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+
+
 def code_blocks(text: str) -> list[str]:
     """The code of every fenced block in `text` (an unclosed last fence runs to the end).
 
@@ -98,7 +107,7 @@ def code_blocks(text: str) -> list[str]:
     statement other than a bare expression (a raw code reply, e.g. a blob's
     code), else `[]`.
     """
-    blocks = [match.group(1) for match in _FENCE.finditer(text)]
+    blocks = [body for _, body in fenced_blocks(text)]
     if blocks or "```" in text:
         return blocks
     try:
@@ -200,6 +209,57 @@ def leak_note(names: Sequence[str]) -> str:
     return LEAK_NOTE.format(names=", ".join(f"`{name}`" for name in names))
 
 
+def follow_up_call(
+    model: ChatModel,
+    run: TurnRun,
+    window: Sequence[Message],
+    *,
+    client_system: str,
+    then: Sequence[Message] = (),
+    temperature: float,
+    max_tokens: int,
+    seed: int | None = None,
+) -> str | None:
+    """One more model call after the step loop (a rewrite, a redraw), counted as a step.
+
+    The call is a direct answer: the agent's system prompt without tools, the
+    conversation `window`, then `then`. It is added to `run`'s `n_steps`,
+    `tokens_in`/`tokens_out`, `model_s` and `finish_reasons`, and is not bounded
+    by `max_steps` (each caller makes at most one per turn).
+
+    Returns:
+        The reply's text (stripped), or None when it is a tool call or a
+        tool-call blob, which is not an answer.
+
+    Raises:
+        InfrastructureError: the model failed; it is also put in
+            `run.infrastructure_error`, as the step loop does.
+    """
+    messages = [
+        Message(role="system", content=build_system_prompt("", client_system, tools={})),
+        *(Message(role=m["role"], content=m["content"]) for m in window),
+        *then,
+    ]
+    started = time.perf_counter()
+    try:
+        completion = model.complete(
+            messages, temperature=temperature, max_tokens=max_tokens, seed=seed
+        )
+    except InfrastructureError as exc:
+        run.infrastructure_error = exc
+        raise
+    finally:
+        run.model_s += time.perf_counter() - started
+    run.n_steps += 1
+    run.tokens_in += completion.tokens_in
+    run.tokens_out += completion.tokens_out
+    run.finish_reasons.append(completion.finish_reason)
+    text = completion.text.strip()
+    if completion.tool_calls or parse_tool_call(text) is not None or detect_blob(text) is not None:
+        return None
+    return text
+
+
 def repair_tool_leak(
     model: ChatModel,
     run: TurnRun,
@@ -244,28 +304,24 @@ def repair_tool_leak(
     record: dict[str, Any] = {"names": list(leaked), "repair": "off", "repaired": False}
     if not repair:
         return record
-    messages = [
-        Message(role="system", content=build_system_prompt("", client_system, tools={})),
-        *(Message(role=m["role"], content=m["content"]) for m in window),
+    note = [
         Message(role="assistant", content=run.reply),
         Message(role="user", content=leak_note(leaked)),
     ]
-    started = time.perf_counter()
     try:
-        completion = model.complete(messages, temperature=temperature, max_tokens=max_tokens)
-    except InfrastructureError as exc:
-        run.infrastructure_error = exc
+        text = follow_up_call(
+            model,
+            run,
+            window,
+            client_system=client_system,
+            then=note,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+    except InfrastructureError:
         record["repair"] = "unavailable"
         return record
-    finally:
-        run.model_s += time.perf_counter() - started
-    run.n_steps += 1
-    run.tokens_in += completion.tokens_in
-    run.tokens_out += completion.tokens_out
-    run.finish_reasons.append(completion.finish_reason)
-    text = completion.text.strip()
-    is_call = bool(completion.tool_calls) or parse_tool_call(text) is not None
-    if is_call or detect_blob(text) is not None or not code_blocks(text):
+    if text is None or not code_blocks(text):
         record["repair"] = "no code"
         return record
     after = find_tool_leaks(text, names=names, allowed=allowed)
