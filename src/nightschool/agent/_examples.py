@@ -52,7 +52,8 @@ __all__ = [
 ]
 
 MAX_EXAMPLES = 8
-"""Examples taken from one request at most (the first ones)."""
+"""Examples taken from one request at most (the first ones). A bound on one run's
+work, above every HumanEval prompt (at most 7 examples each, 76 of 164 state any)."""
 
 EXAMPLE_TIMEOUT_S = 10.0
 """Wall-clock limit of the examples' run, seconds (as a stream's hidden tests)."""
