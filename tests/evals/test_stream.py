@@ -436,7 +436,9 @@ def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_l
 
 
 def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox) -> None:
+    """Dream, then stream: both arms see only what a chat turn may be shown (verified)."""
     from nightschool.evals.stream import start_memory_from
+    from nightschool.evals.stream._placebo import placebo_recall
 
     home = tmp_path / "home.db"
     with Store.open(home) as store:
@@ -444,14 +446,27 @@ def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox
         for name, summary, code in (
             ("biggest", "Return the largest element of a list of integers.",
              "def biggest(xs):\n    return max(xs)\n"),
+            ("smallest", "Return the smallest element of a list of integers.",
+             "def smallest(xs):\n    return min(xs)\n"),
             ("shout", "Return the word in capitals followed by an exclamation mark.",
              "def shout(word):\n    return word.upper() + '!'\n"),
+            ("whisper", "Return the word in lower case followed by three dots.",
+             "def whisper(word):\n    return word.lower() + '...'\n"),
         ):  # fmt: skip
             memory.learn_skill(
                 summary=summary, code=code, domains=["python_general"],
                 source_trajectory_id=f"T-{name}", template=f"home.{name}",
             )  # fmt: skip
         ids = {s.template: s.id for s in memory.list(kind="skill")}
+        for name in ("biggest", "shout"):  # smallest and whisper: never verified
+            memory.set_verified(ids[f"home.{name}"], True, {"test": "by hand"})
+        unrelated = {  # the placebo's pool for the spread task: verified, or all
+            verified_only: {e.lesson.template for e in placebo_recall(
+                memory, TASKS[3], (0, 2), verified_only=verified_only
+            ).skills}
+            for verified_only in (True, False)
+        }  # fmt: skip
+    assert unrelated == {True: {"home.shout"}, False: {"home.shout", "home.whisper"}}
     tasks = [TASKS[3]]  # spread: the largest element minus the smallest
     settings = StreamSettings(
         suite="mbpp", order_seed=0, task_ids=("mbpp_spread",), model="scripted", learn=False,

@@ -24,6 +24,8 @@ def placebo_recall(
     task: StreamTask,
     counts: tuple[int, int],
     learned_later: Collection[str] = (),
+    *,
+    verified_only: bool = False,
 ) -> Recall:
     """Unrelated entries for `task`: `counts` = (lessons, skills) the memory arm is shown.
 
@@ -34,6 +36,9 @@ def placebo_recall(
         learned_later: ids of entries the memory arm learned at this task's
             position or later (a resumed run): never drawn, so the placebo
             draws from the memory as it was.
+        verified_only: draw only entries a chat turn may be shown
+            (`Lesson.shown_to("chat")`), as the memory arm is in dream, then
+            stream (`_run.as_chat`).
 
     Returns:
         A `Recall` with at most `counts` entries (fewer when fewer unrelated
@@ -53,6 +58,7 @@ def placebo_recall(
             for e in memory.list(kind=kind)
             if e.id not in later and e.id not in related
             and e.challenge_hash != challenge.challenge_hash
+            and (not verified_only or e.shown_to("chat"))
         ]  # fmt: skip
 
     lessons, skills = pool("lesson"), pool("skill")

@@ -44,7 +44,7 @@ from nightschool.evals.stream._rundir import (
 from nightschool.evals.stream._static import static_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.lessons.extraction import LessonExtractor
-from nightschool.lessons.skills import Recall, learn_skill, recall
+from nightschool.lessons.skills import Recall, learn_skill, recall, recall_request
 from nightschool.playbook import SkillMemory, approx_tokens, format_playbook
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver, SolveResult
@@ -159,8 +159,29 @@ def _counts(
     return len(shown.lessons), len(shown.skills)
 
 
+def as_chat(settings: StreamSettings) -> bool:
+    """Whether the memory arm is shown what a user's chat turn would be shown.
+
+    Dream, then stream (`memory_from` set, `learn` off): the memory is what
+    the dreams kept, and a chat turn sees only its verified entries
+    (`Lesson.shown_to("chat")`); so does this arm, and the placebo draws from
+    the same verified pool. A stream that learns shows its own unverified
+    items, as practice does (nothing on the stream verifies them).
+    """
+    return bool(settings.memory_from) and not settings.learn
+
+
 def _shown(ctx: StreamContext, settings: StreamSettings, task: StreamTask) -> Recall:
     challenge = challenge_for(task)
+    if as_chat(settings):
+        return recall_request(
+            ctx.memory,
+            challenge.prompt,
+            lessons_k=settings.lessons_k,
+            skills_k=settings.skills_k,
+            cluster=challenge.cluster,
+            audience="chat",
+        )
     found = recall(
         ctx.memory,
         challenge,
@@ -274,7 +295,9 @@ def answer(
     elif arm == "placebo":
         later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
         counts = _counts(ctx, settings, task, rows)
-        shown = placebo_recall(ctx.memory, task, counts, later - {""})
+        shown = placebo_recall(
+            ctx.memory, task, counts, later - {""}, verified_only=as_chat(settings)
+        )
     elif arm == "curated":
         shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
     elif arm == "static":
