@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
-from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent import ChatPipeline
 from nightschool.agent._examples import (
     MAX_EXAMPLES,
     REDRAW_TEMPERATURE_STEP,
@@ -149,26 +148,8 @@ def test_a_body_only_reply_runs_after_the_requests_own_signature() -> None:
 
 
 @pytest.fixture
-def make(store: Store, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
-    made: list[ChatPipeline] = []
-
-    def _make(model: ScriptedModel, **config: Any) -> ChatPipeline:
-        pipe = ChatPipeline(
-            model=model,
-            store=store,
-            sandbox=Sandbox(),
-            memory=None,
-            reflector=None,
-            workspace_root=tmp_path / "workspaces",
-            config=AgentConfig(**{"verify": False, **config}),
-            wake_up=False,
-        )
-        made.append(pipe)
-        return pipe
-
-    yield _make
-    for pipe in made:
-        pipe.close(wait=True, timeout_s=30)
+def make(make_pipeline: Callable[..., ChatPipeline]) -> Callable[..., ChatPipeline]:
+    return functools.partial(make_pipeline, verify=False, wake_up=False)
 
 
 def test_a_reply_failing_the_requests_example_is_redrawn_and_the_redraw_kept(

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+import functools
+from collections.abc import Callable
 
 import pytest
 
 from nightschool.agent import (
     PROGRAMS_NOTE,
-    AgentConfig,
     ChatPipeline,
     build_system_prompt,
     find_tool_leaks,
@@ -22,7 +20,6 @@ from nightschool.agent.loop import DIRECT_SYSTEM_PROMPT
 from nightschool.agent.tools import TOOL_SPECS
 from nightschool.errors import ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
-from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 
@@ -46,32 +43,9 @@ def tool(name: str, args: str) -> str:
     return f'```tool\n{{"name": "{name}", "arguments": {args}}}\n```'
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
 @pytest.fixture
-def make(store: Store, sandbox: Sandbox, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
-    made: list[ChatPipeline] = []
-
-    def _make(model: ScriptedModel, **config: Any) -> ChatPipeline:
-        pipe = ChatPipeline(
-            model=model,
-            store=store,
-            sandbox=sandbox,
-            memory=None,
-            reflector=None,
-            workspace_root=tmp_path / "workspaces",
-            config=AgentConfig(**{"verify": False, **config}),
-            wake_up=False,
-        )
-        made.append(pipe)
-        return pipe
-
-    yield _make
-    for pipe in made:
-        pipe.close(wait=True, timeout_s=30)
+def make(make_pipeline: Callable[..., ChatPipeline]) -> Callable[..., ChatPipeline]:
+    return functools.partial(make_pipeline, verify=False, wake_up=False)
 
 
 # -- the check ---------------------------------------------------------------------

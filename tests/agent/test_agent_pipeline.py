@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nightschool.agent import AgentConfig, ChatPipeline, reply_fingerprint, session_dir_name
+from nightschool.agent import ChatPipeline, reply_fingerprint, session_dir_name
 from nightschool.agent import pipeline as pipeline_module
 from nightschool.errors import ModelUnavailableError, SandboxFaultError, UserError
 from nightschool.feedback import STEP_LIMIT_MARKER
@@ -17,7 +17,7 @@ from nightschool.lessons.reflection import REFLECTION_SYSTEM_PROMPT, Reflector
 from nightschool.lessons.sink import PlaybookSink
 from nightschool.llm import Message, ScriptedModel
 from nightschool.playbook import PLAYBOOK_HEADER, HashingEmbedder, SkillMemory
-from nightschool.sandbox import ExecResult, Sandbox
+from nightschool.sandbox import ExecResult
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 
@@ -44,44 +44,14 @@ def assistant(text: str) -> Message:
     return {"role": "assistant", "content": text}
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
 @pytest.fixture
 def memory(store: Store) -> SkillMemory:
     return SkillMemory(store, HashingEmbedder())
 
 
 @pytest.fixture
-def make(store: Store, sandbox: Sandbox, tmp_path: Path) -> Callable[..., ChatPipeline]:
-    made: list[ChatPipeline] = []
-
-    def _make(
-        model: ScriptedModel,
-        *,
-        memory: SkillMemory | None = None,
-        reflector: Reflector | None = None,
-        **config: Any,
-    ) -> ChatPipeline:
-        pipe = ChatPipeline(
-            model=model,
-            store=store,
-            sandbox=sandbox,
-            memory=memory,
-            reflector=reflector,
-            workspace_root=tmp_path / "workspaces",
-            config=AgentConfig(**config),
-        )
-        made.append(pipe)
-        return pipe
-
-    yield _make  # type: ignore[misc]
-    for pipe in made:
-        pipe.close(wait=True, timeout_s=30)
-        if pipe.workspace_root != tmp_path / "workspaces":
-            assert not pipe.workspace_root.exists()  # the temporary fallback is removed
+def make(make_pipeline: Callable[..., ChatPipeline]) -> Callable[..., ChatPipeline]:
+    return make_pipeline
 
 
 def agent_then_reflect(agent: Callable[[Sequence[Message]], str]) -> Callable[..., str]:

@@ -7,6 +7,7 @@ scripted (the chat turn calls the tool; the solver's code fails its validator).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,8 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from rich.console import Console
 
-import nightschool.practice
-from nightschool.agent import TOOL_SCHEMAS, TOOL_SPECS, AgentConfig, ChatPipeline
+from nightschool.agent import TOOL_SCHEMAS, TOOL_SPECS, ChatPipeline
 from nightschool.agent.loop import NATIVE_PRACTICE_USES, NATIVE_TOOL_USES
 from nightschool.agent.self_play import SESSION_ID, SelfPlayTools
 from nightschool.agent.tools import SELF_PLAY_TOOL_SPECS, SessionWorkspace
@@ -58,16 +58,6 @@ def self_play_rows(store: Store) -> int:
     )
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
-@pytest.fixture
-def foreground() -> Foreground:
-    return Foreground()
-
-
 @pytest.fixture
 def playbook(store: Store) -> Iterator[SkillMemory]:
     memory = SkillMemory(store, HashingEmbedder())
@@ -77,54 +67,19 @@ def playbook(store: Store) -> Iterator[SkillMemory]:
 
 @pytest.fixture
 def make_tools(
-    store: Store, sandbox: Sandbox, foreground: Foreground, playbook: SkillMemory
-) -> Iterator[Callable[[ScriptedModel], SelfPlayTools]]:
-    made: list[SelfPlayTools] = []
-
-    def make(model: ScriptedModel) -> SelfPlayTools:
-        tools = SelfPlayTools(
-            store,
-            model,
-            sandbox,
-            foreground=foreground,
-            playbook=playbook,
-            verify_k=0,
-            cooldown_scale=0.01,
-            practice_root=nightschool.practice,
-        )
-        made.append(tools)
-        return tools
-
-    yield make
-    for tools in made:
-        assert tools.stop(timeout_s=30)
+    make_self_play_tools: Callable[..., SelfPlayTools], playbook: SkillMemory
+) -> Callable[[ScriptedModel], SelfPlayTools]:
+    return functools.partial(make_self_play_tools, playbook=playbook)
 
 
 @pytest.fixture
 def pipeline(
-    store: Store, sandbox: Sandbox, tmp_path: Path
-) -> Iterator[Callable[[ScriptedModel, Any], ChatPipeline]]:
-    made: list[ChatPipeline] = []
-
+    make_pipeline: Callable[..., ChatPipeline],
+) -> Callable[[ScriptedModel, Any], ChatPipeline]:
     def make(model: ScriptedModel, practice: Any) -> ChatPipeline:
-        made.append(
-            ChatPipeline(
-                model=model,
-                store=store,
-                sandbox=sandbox,
-                memory=None,
-                reflector=None,
-                workspace_root=tmp_path / "ws",
-                config=AgentConfig(verify=False),
-                wake_up=False,
-                practice=practice,
-            )
-        )
-        return made[-1]
+        return make_pipeline(model, workspace="ws", verify=False, wake_up=False, practice=practice)
 
-    yield make
-    for made_pipeline in made:
-        made_pipeline.close()
+    return make
 
 
 Pipelines = Callable[[ScriptedModel, Any], ChatPipeline]

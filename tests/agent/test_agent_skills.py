@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+import functools
+from collections.abc import Callable
 
 import pytest
 
-from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent import ChatPipeline
 from nightschool.llm import Message, ScriptedModel, tool_reply
 from nightschool.playbook import (
     PLAYBOOK_HEADER,
@@ -19,7 +18,6 @@ from nightschool.playbook import (
     SkillMemory,
     default_embedder,
 )
-from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 
@@ -56,25 +54,8 @@ def minilm() -> Embedder:
 
 
 @pytest.fixture
-def make(store: Store, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
-    made: list[ChatPipeline] = []
-
-    def _make(model: ScriptedModel, memory: SkillMemory | None, **config: Any) -> ChatPipeline:
-        pipe = ChatPipeline(
-            model=model,
-            store=store,
-            sandbox=Sandbox(),
-            memory=memory,
-            reflector=None,
-            workspace_root=tmp_path / "workspaces",
-            config=AgentConfig(**{"verify": False, **config}),
-        )
-        made.append(pipe)
-        return pipe
-
-    yield _make
-    for pipe in made:
-        pipe.close()
+def make(make_pipeline: Callable[..., ChatPipeline]) -> Callable[..., ChatPipeline]:
+    return functools.partial(make_pipeline, verify=False)
 
 
 def verify(memory: SkillMemory, *ids: str) -> None:

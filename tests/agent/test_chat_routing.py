@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent import ChatPipeline
 from nightschool.agent.loop import DIRECT_SYSTEM_PROMPT
 from nightschool.learn.chat_router import ChatRouter, ChatRouterConfig, ChatRouterParams
 from nightschool.llm import Message, ScriptedModel
 from nightschool.llm.scripted import tool_reply
-from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 
 CONFIRMED = "VERDICT: CONFIRMED\nCONFIDENCE: 0.9\nNOTE: fine."
@@ -28,34 +26,14 @@ def tool(name: str, args: str) -> str:
     return f'```tool\n{{"name": "{name}", "arguments": {args}}}\n```'
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
 @pytest.fixture
-def make(store: Store, sandbox: Sandbox, tmp_path: Path) -> Iterator[Callable[..., ChatPipeline]]:
-    made: list[ChatPipeline] = []
-
-    def _make(
+def make(make_pipeline: Callable[..., ChatPipeline]) -> Callable[..., ChatPipeline]:
+    def make_routed(
         model: ScriptedModel, router: ChatRouter | None = None, **config: Any
     ) -> ChatPipeline:
-        pipe = ChatPipeline(
-            model=model,
-            store=store,
-            sandbox=sandbox,
-            memory=None,
-            reflector=None,
-            workspace_root=tmp_path / "workspaces",
-            config=AgentConfig(**config),
-            router=router,
-        )
-        made.append(pipe)
-        return pipe
+        return make_pipeline(model, router=router, **config)
 
-    yield _make
-    for pipe in made:
-        pipe.close(wait=True, timeout_s=30)
+    return make_routed
 
 
 class Arithmetic:

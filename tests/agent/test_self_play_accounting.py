@@ -8,6 +8,7 @@ cycle; the model is scripted (its code fails the validator).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -15,14 +16,12 @@ from typing import Any
 
 import pytest
 
-import nightschool.practice
 from nightschool.agent.self_play import SESSION_ID, SelfPlayTools
 from nightschool.learn.router import RouterParams, _Logit, router_path, save_router
 from nightschool.learn.steps import REQUEST_FEATURES
 from nightschool.llm import Message, ScriptedModel
 from nightschool.llm.preempt import Foreground
 from nightschool.playbook import HashingEmbedder, SkillMemory
-from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 from nightschool.trajectory import Outcome
 
@@ -47,16 +46,6 @@ def self_play_cycles(store: Store) -> list[tuple[str, str]]:
     return [(str(row[0]), str(row[1])) for row in rows]
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
-@pytest.fixture
-def foreground() -> Foreground:
-    return Foreground()
-
-
 @pytest.fixture
 def playbook(store: Store) -> Iterator[SkillMemory]:
     memory = SkillMemory(store, HashingEmbedder())
@@ -66,27 +55,9 @@ def playbook(store: Store) -> Iterator[SkillMemory]:
 
 @pytest.fixture
 def make_tools(
-    store: Store, sandbox: Sandbox, foreground: Foreground, playbook: SkillMemory
-) -> Iterator[Callable[..., SelfPlayTools]]:
-    made: list[SelfPlayTools] = []
-
-    def make(model: ScriptedModel, **options: Any) -> SelfPlayTools:
-        settings: dict[str, Any] = {"verify_k": 0, "cooldown_scale": 0.01, **options}
-        tools = SelfPlayTools(
-            store,
-            model,
-            sandbox,
-            foreground=foreground,
-            playbook=playbook,
-            practice_root=nightschool.practice,
-            **settings,
-        )
-        made.append(tools)
-        return tools
-
-    yield make
-    for tools in made:
-        assert tools.stop(timeout_s=30)
+    make_self_play_tools: Callable[..., SelfPlayTools], playbook: SkillMemory
+) -> Callable[..., SelfPlayTools]:
+    return functools.partial(make_self_play_tools, playbook=playbook)
 
 
 def test_a_skipped_cycle_is_reported_as_skipped_not_failed(

@@ -9,53 +9,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-import nightschool.practice
 from nightschool.agent.self_play import SelfPlayTools
 from nightschool.llm import Message, ScriptedModel
 from nightschool.llm.preempt import Foreground
-from nightschool.sandbox import Sandbox
-from nightschool.store import Store
 
 WRONG = "```python\nprint('no idea')\n```"
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox()
-
-
 @pytest.fixture
-def foreground() -> Foreground:
-    return Foreground()
-
-
-@pytest.fixture
-def make_tools(
-    store: Store, sandbox: Sandbox, foreground: Foreground
-) -> Iterator[Callable[..., SelfPlayTools]]:
-    made: list[SelfPlayTools] = []
-
-    def make(model: ScriptedModel, cooldown_scale: float = 0.01) -> SelfPlayTools:
-        tools = SelfPlayTools(
-            store,
-            model,
-            sandbox,
-            foreground=foreground,
-            verify_k=0,
-            cooldown_scale=cooldown_scale,
-            practice_root=nightschool.practice,
-        )
-        made.append(tools)
-        return tools
-
-    yield make
-    for tools in made:
-        assert tools.stop(timeout_s=30)
+def make_tools(make_self_play_tools: Callable[..., SelfPlayTools]) -> Callable[..., SelfPlayTools]:
+    return make_self_play_tools
 
 
 def test_a_model_call_in_progress_gives_way_and_the_delay_is_recorded(
