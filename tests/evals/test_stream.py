@@ -435,6 +435,45 @@ def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_l
         start_memory_from(StreamRun(tmp_path / "other", settings), tmp_path / "missing.db")
 
 
+def test_a_memory_arm_that_does_not_learn_takes_an_earlier_sessions_answer_when_shown_nothing(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    """Dream, then stream over a run whose no-memory rows came before: no model call is
+    spent on a request byte-identical to one already answered; one shown something asks."""
+    from nightschool.evals.stream import start_memory_from
+
+    home = tmp_path / "home.db"
+    with Store.open(home) as store:
+        SkillMemory(store).learn(
+            trigger="summing the numbers of a list",
+            anti_pattern="a manual loop with an off-by-one index",
+            correct_pattern="use sum(xs), which is 0 for an empty list",
+            domains=["python_general"],
+            source="selfplay",
+            verified=True,
+        )
+    settings = StreamSettings(
+        suite="mbpp", order_seed=0, task_ids=tuple(t.task_id for t in TASKS), model="scripted",
+        learn=False, memory_from=str(home),
+    )  # fmt: skip
+    run = StreamRun(tmp_path / "run", settings)
+    start_memory_from(run, home)
+    model = ScriptedModel(_reply)
+    ctx, store = _context(tmp_path, model, sandbox)
+    try:
+        run_stream(TASKS, run, ctx, arms=("no_memory",))  # an earlier session
+        asked = len(model.calls)
+        rows = run_stream(TASKS, run, ctx, arms=("memory",))
+    finally:
+        store.close()
+    memory = {r.task_id: r for r in rows if r.arm == "memory"}
+    shown = {t for t, r in memory.items() if r.lessons_shown or r.skills_shown}
+    assert "mbpp_total" in shown and len(shown) < len(TASKS)  # the sum lesson, not for all
+    assert not any(memory[t].reused for t in shown)
+    assert all(r.reused and r.duration_s == 0.0 for t, r in memory.items() if t not in shown)
+    assert len(model.calls) == asked + len(shown)  # only the new requests were asked
+
+
 def test_placebo_shows_as_much_unrelated_memory(tmp_path: Path, sandbox: Sandbox) -> None:
     """Dream, then stream: both arms see only what a chat turn may be shown (verified)."""
     from nightschool.evals.stream import start_memory_from

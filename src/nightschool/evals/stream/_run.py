@@ -274,8 +274,8 @@ def answer(
         rows: the run's rows so far (the placebo arm reads the memory arm's).
 
     Returns:
-        (the row, the scored answer; None when the placebo arm, shown nothing,
-        took an earlier session's no-memory row).
+        (the row, the scored answer; None when an arm shown nothing that
+        learns nothing took an earlier session's no-memory row).
 
     Raises:
         InfrastructureError: the model or the sandbox failed (nothing is recorded).
@@ -319,11 +319,12 @@ def answer(
         first is not None
         and unaided is None
         and nothing_shown
-        and arm in ("placebo", *EXTRA_ARMS)
+        and (arm in ("placebo", *EXTRA_ARMS) or (arm == "memory" and not settings.learn))
         and (arm not in SECOND_CHANCE_ARMS or first.public_passed)
     ):
         # an earlier session's no-memory answer: the same request, the same answer (a
-        # second-chance arm whose public test failed answers again: that is its point)
+        # second-chance arm whose public test failed answers again: that is its point;
+        # a memory arm that learns needs the answer itself, to learn from it)
         return dataclasses.replace(first, arm=arm, reused=True, duration_s=0.0), None
     reused = arm != "no_memory" and nothing_shown and unaided is not None
     if arm in SECOND_CHANCE_ARMS and unaided is not None and not unaided.result.passed:
