@@ -163,6 +163,7 @@ def test_a_reply_failing_the_requests_example_is_redrawn_and_the_redraw_kept(
     record = stored.extra["examples"]
     assert record["examples"] == 1 and record["passed"] is False
     assert record["redraw"] == "fixed" and record["repaired"] is True
+    assert record["first_reply"] == WRONG  # what the user would have had without the check
     assert record["error"].startswith("AssertionError")
     assert stored.outcome != Outcome.FAILED  # the user got code that passes
     assert stored.n_steps == 2
@@ -201,6 +202,7 @@ def test_a_redraw_that_fails_too_keeps_the_first_reply_and_fails_the_turn(
     assert result.reply == WRONG
     record = result.trajectory.extra["examples"]
     assert record["redraw"] == "still fails" and not record["repaired"]
+    assert "first_reply" not in record  # the user has the first reply
     assert record["error_after"].startswith("AssertionError")
     stored = store.get_trajectory(result.trajectory.id)
     assert stored is not None and stored.outcome == Outcome.FAILED

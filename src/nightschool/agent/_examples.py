@@ -252,7 +252,10 @@ def check_examples(
         empty, the request states no example, or the reply holds no code); else
         the record for `extra["examples"]`: `examples` (how many), `passed`
         (the first reply passed them all), and after a failure `error`,
-        `redraw` (`RedrawStatus`) and `repaired` (the reply the user gets passes).
+        `redraw` (`RedrawStatus`) and `repaired` (the reply the user gets passes);
+        a kept redraw also records the reply it replaced (`first_reply`), so
+        one run also scores the answer the user would have had without the
+        check (`bench/bench_examples_check.py`).
 
     Raises:
         SandboxFaultError: the sandbox could not start a run.
@@ -295,6 +298,6 @@ def check_examples(
     if not fixed:
         record.update({"redraw": "still fails", "error_after": after})
         return record
+    record.update({"redraw": "fixed", "repaired": True, "first_reply": run.reply})
     run.reply = run.final_response = text
-    record.update({"redraw": "fixed", "repaired": True})
     return record

@@ -1,0 +1,225 @@
+"""HumanEval through the agent: the request's own examples checked (a redraw on failure) vs not.
+
+Usage:
+    NIGHTSCHOOL_HOME=... .venv/bin/python bench/bench_examples_check.py OUT_DIR
+        [--limit N] [--all] [--timeout 600] [--temperature 0] [--route full|direct]
+
+What it measures: the chat's example check (`agent/_examples.py`), the
+product form of the one arm the MBPP stream promoted. Each HumanEval prompt is
+asked once through the in-process `ChatPipeline` (the real agent, the
+embedded model `NIGHTSCHOOL_MODEL` or the default, the real sandbox; no
+playbook, no verifier, no reflection, as `eval run`). The check never changes
+the request: it runs the first reply against the examples the prompt states
+and, only when they fail, asks once more and keeps the redraw when it passes,
+recording the reply it replaced (`extra["examples"]["first_reply"]`). So both
+arms come from one run: **with the check** is the reply the user got,
+**without** is the first reply (the same request, seed and temperature the
+agent without the check would have sent). Both are scored by the suite's own
+hidden tests (`check(candidate)`) and paired through the promotion gate
+(superiority, exact one-sided McNemar).
+
+By default only the prompts stating examples the check reads are asked (76 of
+164: `request_examples`); on the others the check cannot act, so both arms
+answer the same by construction. `--all` asks those too, for pass@1 over all
+164. A turn that runs past `--timeout` fails both arms (counted apart).
+
+Writes `OUT_DIR/rows.jsonl` (one fsynced line per task: run the same command
+again to go on after Ctrl-C) and the scratch database `OUT_DIR/bench.db`;
+prints one line per task, then the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent._examples import request_examples
+from nightschool.config import Settings
+from nightschool.evals import AgentReply, InProcessRunner, TaskTimeout, get_suite
+from nightschool.evals._humaneval import load_problems
+from nightschool.gate import PairedResult, promotion_gate
+from nightschool.llm import check_model, make_model
+from nightschool.sandbox import Sandbox
+from nightschool.store import Store
+
+
+def read_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows written so far, by task id (a line cut by a crash is dropped: asked again)."""
+    rows: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            rows[row["task_id"]] = row
+    return rows
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def summarize(rows: list[dict[str, Any]]) -> str:
+    """The table: both arms' pass@1, the discordant pairs, the gate, the redraws' cost."""
+    n = len(rows)
+    with_ = sum(r["with_check"] for r in rows)
+    without = sum(r["without_check"] for r in rows)
+    wins = sum(r["with_check"] and not r["without_check"] for r in rows)
+    losses = sum(r["without_check"] and not r["with_check"] for r in rows)
+    verdict = promotion_gate(
+        [
+            PairedResult(
+                task_id=r["task_id"],
+                incumbent_score=float(r["without_check"]),
+                candidate_score=float(r["with_check"]),
+            )
+            for r in rows
+        ]
+    )
+    statuses: dict[str, int] = {}
+    for r in rows:
+        statuses[r["redraw"] or "-"] = statuses.get(r["redraw"] or "-", 0) + 1
+    failed_examples = sum(r["examples_passed"] is False for r in rows)
+    calls = sum(r["model_calls"] for r in rows)
+    timeouts = sum(r["timeout"] for r in rows)
+    pct = (lambda k: f"{k} ({100 * k / n:.1f}%)") if n else str
+    p = "n/a" if verdict.p_value is None else f"{verdict.p_value:.4g}"
+    return "\n".join(
+        [
+            f"tasks {n} · timeouts {timeouts} · model calls {calls} ({calls / max(n, 1):.2f} per task)",
+            f"first reply failed the prompt's examples: {failed_examples}; redraw: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
+            "",
+            "| arm | pass@1 |",
+            "|---|---|",
+            f"| without the check (first reply) | {pct(without)} |",
+            f"| with the check (the reply kept) | {pct(with_)} |",
+            "",
+            f"with vs without: {wins} wins / {losses} losses, exact one-sided p = {p}, "
+            f"gate: {'promote' if verdict.promote else 'keep'} ({verdict.test})",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", type=Path, help="run directory (rows.jsonl, bench.db)")
+    parser.add_argument("--limit", type=int, default=None, help="first N problems asked")
+    parser.add_argument("--all", action="store_true", help="also the prompts without examples")
+    parser.add_argument("--timeout", type=float, default=600.0, help="per-turn limit, seconds")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--route", choices=("full", "direct"), default="full")
+    parser.add_argument("--summary", action="store_true", help="print the table of OUT_DIR only")
+    args = parser.parse_args()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows_path = args.out / "rows.jsonl"
+    done = read_rows(rows_path)
+    problems = {p.task_id: p for p in load_problems()}
+    tasks = [
+        t
+        for t in get_suite("humaneval").select()
+        if args.all or request_examples(problems[t.id].prompt)
+    ][: args.limit]
+    if args.summary:
+        print(summarize([done[t.id] for t in tasks if t.id in done]))
+        return
+
+    settings = Settings()
+    model = make_model(settings)
+    check_model(model)
+    sandbox = Sandbox()
+    sandbox.check()
+    store = Store.open(args.out / "bench.db")
+    root = Path(tempfile.mkdtemp(prefix="bench-examples-"))
+    root.chmod(0o711)  # the sandbox user must reach the session workspaces
+    forced = None
+    if args.route == "direct":
+        from nightschool.learn.chat_router import ChatRouter
+
+        forced = ChatRouter(forced="direct")
+    pipeline = ChatPipeline(
+        model=model,
+        store=store,
+        sandbox=sandbox,
+        memory=None,
+        reflector=None,
+        workspace_root=root,
+        config=AgentConfig(
+            max_tokens=settings.max_tokens,
+            temperature=args.temperature,
+            verify=False,
+            reflect_on_correction=False,
+        ),
+        router=forced,
+    )
+    runner = InProcessRunner(pipeline, model_name=model.name)
+    todo = [t for t in tasks if t.id not in done]
+    print(
+        f"model {model.name} · {len(tasks)} HumanEval prompts ({len(done)} done, {len(todo)} "
+        f"to ask) · route {args.route} · temperature {args.temperature}",
+        flush=True,
+    )
+    try:
+        for task in todo:
+            started = time.perf_counter()
+            try:
+                reply = runner.ask(task, session_id=f"bench-{task.id}", timeout_s=args.timeout)
+            except TaskTimeout:
+                reply = None
+            record: dict[str, Any] = {}
+            calls = 0
+            if reply is not None and reply.trajectory_id:
+                trajectory = store.get_trajectory(reply.trajectory_id)
+                if trajectory is not None:
+                    record = dict(trajectory.extra.get("examples") or {})
+                    calls = trajectory.n_steps
+            with_check = reply is not None and task.scorer(reply, sandbox).passed
+            first = record.get("first_reply")
+            without_check = (
+                task.scorer(AgentReply(text=str(first)), sandbox).passed
+                if first is not None
+                else with_check
+            )
+            row = {
+                "task_id": task.id,
+                "with_check": with_check,
+                "without_check": without_check,
+                "examples": int(record.get("examples", 0)),
+                "examples_passed": record.get("passed"),
+                "redraw": str(record.get("redraw", "")),
+                "model_calls": calls,
+                "tokens": 0 if reply is None else reply.tokens_in + reply.tokens_out,
+                "timeout": reply is None,
+                "duration_s": round(time.perf_counter() - started, 2),
+            }
+            append_row(rows_path, row)
+            done[task.id] = row
+            print(
+                f"[{len(done)}/{len(tasks)}] {task.id:<14} with {'pass' if with_check else 'FAIL'} "
+                f"without {'pass' if without_check else 'FAIL'} redraw {row['redraw'] or '-':<12} "
+                f"{row['duration_s']:6.1f}s",
+                flush=True,
+            )
+    except KeyboardInterrupt:
+        print("interrupted: the rows written are kept; run the same command to go on")
+    finally:
+        runner.close()
+        pipeline.close(wait=True, timeout_s=30)
+        store.close()
+    print()
+    print(summarize([done[t.id] for t in tasks if t.id in done]))
+
+
+if __name__ == "__main__":
+    main()
