@@ -398,9 +398,9 @@ def test_a_run_written_before_new_settings_existed_still_resumes(tmp_path: Path)
     assert StreamRun(tmp_path / "run", _settings(TASKS)).settings.learn
 
 
-def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_learn(
-    tmp_path: Path, sandbox: Sandbox
-) -> None:
+def _dream_home_run(tmp_path: Path) -> tuple[Path, StreamSettings, StreamRun]:
+    """A home database with one verified lesson (summing a list) and a no-learn run
+    started from a copy of it (dream, then stream): (home, settings, run)."""
     from nightschool.evals.stream import start_memory_from
 
     home = tmp_path / "home.db"
@@ -419,6 +419,15 @@ def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_l
     )  # fmt: skip
     run = StreamRun(tmp_path / "run", settings)
     start_memory_from(run, home)
+    return home, settings, run
+
+
+def test_dream_then_stream_starts_from_a_copy_of_the_home_playbook_and_may_not_learn(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import start_memory_from
+
+    home, settings, run = _dream_home_run(tmp_path)
     model = ScriptedModel(_reply)
     ctx, store = _context(tmp_path, model, sandbox)
     try:
@@ -440,24 +449,7 @@ def test_a_memory_arm_that_does_not_learn_takes_an_earlier_sessions_answer_when_
 ) -> None:
     """Dream, then stream over a run whose no-memory rows came before: no model call is
     spent on a request byte-identical to one already answered; one shown something asks."""
-    from nightschool.evals.stream import start_memory_from
-
-    home = tmp_path / "home.db"
-    with Store.open(home) as store:
-        SkillMemory(store).learn(
-            trigger="summing the numbers of a list",
-            anti_pattern="a manual loop with an off-by-one index",
-            correct_pattern="use sum(xs), which is 0 for an empty list",
-            domains=["python_general"],
-            source="selfplay",
-            verified=True,
-        )
-    settings = StreamSettings(
-        suite="mbpp", order_seed=0, task_ids=tuple(t.task_id for t in TASKS), model="scripted",
-        learn=False, memory_from=str(home),
-    )  # fmt: skip
-    run = StreamRun(tmp_path / "run", settings)
-    start_memory_from(run, home)
+    _, _, run = _dream_home_run(tmp_path)
     model = ScriptedModel(_reply)
     ctx, store = _context(tmp_path, model, sandbox)
     try:
