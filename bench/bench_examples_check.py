@@ -33,15 +33,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from nightschool.agent import AgentConfig, ChatPipeline
-from nightschool.agent._examples import request_examples
+from nightschool.agent import request_examples
 from nightschool.config import Settings
-from nightschool.evals import AgentReply, InProcessRunner, TaskTimeout, get_suite
+from nightschool.evals import (
+    AgentReply,
+    Runner,
+    Task,
+    TaskTimeout,
+    get_suite,
+    inprocess_runner,
+)
 from nightschool.evals._humaneval import load_problems
 from nightschool.gate import PairedResult, promotion_gate
 from nightschool.llm import check_model, make_model
@@ -111,6 +116,43 @@ def summarize(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def ask_one(
+    runner: Runner, store: Store, sandbox: Sandbox, task: Task, timeout_s: float
+) -> dict[str, Any]:
+    """Ask `task` once; score the kept reply and the first reply it may have replaced."""
+    started = time.perf_counter()
+    try:
+        reply = runner.ask(task, session_id=f"bench-{task.id}", timeout_s=timeout_s)
+    except TaskTimeout:
+        reply = None
+    record: dict[str, Any] = {}
+    calls = 0
+    if reply is not None and reply.trajectory_id:
+        trajectory = store.get_trajectory(reply.trajectory_id)
+        if trajectory is not None:
+            record = dict(trajectory.extra.get("examples") or {})
+            calls = trajectory.n_steps
+    with_check = reply is not None and task.scorer(reply, sandbox).passed
+    first = record.get("first_reply")
+    without_check = (
+        task.scorer(AgentReply(text=str(first)), sandbox).passed
+        if first is not None
+        else with_check
+    )
+    return {
+        "task_id": task.id,
+        "with_check": with_check,
+        "without_check": without_check,
+        "examples": int(record.get("examples", 0)),
+        "examples_passed": record.get("passed"),
+        "redraw": str(record.get("redraw", "")),
+        "model_calls": calls,
+        "tokens": 0 if reply is None else reply.tokens_in + reply.tokens_out,
+        "timeout": reply is None,
+        "duration_s": round(time.perf_counter() - started, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="run directory (rows.jsonl, bench.db)")
@@ -141,29 +183,11 @@ def main() -> None:
     sandbox = Sandbox()
     sandbox.check()
     store = Store.open(args.out / "bench.db")
-    root = Path(tempfile.mkdtemp(prefix="bench-examples-"))
-    root.chmod(0o711)  # the sandbox user must reach the session workspaces
     forced = None
     if args.route == "direct":
         from nightschool.learn.chat_router import ChatRouter
 
         forced = ChatRouter(forced="direct")
-    pipeline = ChatPipeline(
-        model=model,
-        store=store,
-        sandbox=sandbox,
-        memory=None,
-        reflector=None,
-        workspace_root=root,
-        config=AgentConfig(
-            max_tokens=settings.max_tokens,
-            temperature=args.temperature,
-            verify=False,
-            reflect_on_correction=False,
-        ),
-        router=forced,
-    )
-    runner = InProcessRunner(pipeline, model_name=model.name)
     todo = [t for t in tasks if t.id not in done]
     print(
         f"model {model.name} · {len(tasks)} HumanEval prompts ({len(done)} done, {len(todo)} "
@@ -171,51 +195,28 @@ def main() -> None:
         flush=True,
     )
     try:
-        for task in todo:
-            started = time.perf_counter()
-            try:
-                reply = runner.ask(task, session_id=f"bench-{task.id}", timeout_s=args.timeout)
-            except TaskTimeout:
-                reply = None
-            record: dict[str, Any] = {}
-            calls = 0
-            if reply is not None and reply.trajectory_id:
-                trajectory = store.get_trajectory(reply.trajectory_id)
-                if trajectory is not None:
-                    record = dict(trajectory.extra.get("examples") or {})
-                    calls = trajectory.n_steps
-            with_check = reply is not None and task.scorer(reply, sandbox).passed
-            first = record.get("first_reply")
-            without_check = (
-                task.scorer(AgentReply(text=str(first)), sandbox).passed
-                if first is not None
-                else with_check
-            )
-            row = {
-                "task_id": task.id,
-                "with_check": with_check,
-                "without_check": without_check,
-                "examples": int(record.get("examples", 0)),
-                "examples_passed": record.get("passed"),
-                "redraw": str(record.get("redraw", "")),
-                "model_calls": calls,
-                "tokens": 0 if reply is None else reply.tokens_in + reply.tokens_out,
-                "timeout": reply is None,
-                "duration_s": round(time.perf_counter() - started, 2),
-            }
-            append_row(rows_path, row)
-            done[task.id] = row
-            print(
-                f"[{len(done)}/{len(tasks)}] {task.id:<14} with {'pass' if with_check else 'FAIL'} "
-                f"without {'pass' if without_check else 'FAIL'} redraw {row['redraw'] or '-':<12} "
-                f"{row['duration_s']:6.1f}s",
-                flush=True,
-            )
+        with inprocess_runner(
+            model,
+            store,
+            sandbox,
+            router=forced,
+            temperature=args.temperature,
+            max_tokens=settings.max_tokens,
+        ) as runner:
+            for task in todo:
+                row = ask_one(runner, store, sandbox, task, args.timeout)
+                append_row(rows_path, row)
+                done[task.id] = row
+                print(
+                    f"[{len(done)}/{len(tasks)}] {task.id:<14} "
+                    f"with {'pass' if row['with_check'] else 'FAIL'} "
+                    f"without {'pass' if row['without_check'] else 'FAIL'} "
+                    f"redraw {row['redraw'] or '-':<12} {row['duration_s']:6.1f}s",
+                    flush=True,
+                )
     except KeyboardInterrupt:
         print("interrupted: the rows written are kept; run the same command to go on")
     finally:
-        runner.close()
-        pipeline.close(wait=True, timeout_s=30)
         store.close()
     print()
     print(summarize([done[t.id] for t in tasks if t.id in done]))

@@ -36,9 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nightschool.agent import AgentConfig, ChatPipeline
 from nightschool.config import Settings
-from nightschool.evals import EvalRun, InProcessRunner, Task, TaskResult, get_suite, run_eval
+from nightschool.evals import EvalRun, Task, TaskResult, get_suite, inprocess_runner, run_eval
 from nightschool.gate import GateConfig, PairedResult, promotion_gate
 from nightschool.llm import ChatModel, check_model, make_model
 from nightschool.playbook import SkillMemory
@@ -119,24 +118,7 @@ def run_arm(
     max_tokens: int,
     workdir: Path,
 ) -> EvalRun:
-    """One arm: a fresh pipeline (with or without the playbook) over `task_ids`."""
-    memory = SkillMemory(store) if playbook else None
-    root = workdir / f"ws-{label}"
-    root.mkdir(mode=0o711)
-    pipeline = ChatPipeline(
-        model=model,
-        store=store,
-        sandbox=sandbox,
-        memory=memory,
-        reflector=None,
-        workspace_root=root,
-        config=AgentConfig(
-            temperature=temperature,
-            max_tokens=max_tokens,
-            verify=False,
-            reflect_on_correction=False,
-        ),
-    )
+    """One arm: a fresh eval pipeline (with or without the playbook) over `task_ids`."""
 
     def show(index: int, task: Task, r: TaskResult) -> None:
         lessons = len(r.detail.get("lessons_shown", []))
@@ -146,19 +128,28 @@ def run_arm(
             flush=True,
         )
 
+    memory = SkillMemory(store) if playbook else None
     try:
-        return run_eval(
-            get_suite("humaneval"),
-            InProcessRunner(pipeline, model_name=model.name),
+        with inprocess_runner(
+            model,
             store,
             sandbox,
-            task_ids=task_ids,
-            timeout_s=timeout_s,
-            config={"playbook": playbook, "bench": "bench_humaneval"},
-            on_result=show,
-        )
+            memory=memory,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            workspace_parent=workdir,
+        ) as runner:
+            return run_eval(
+                get_suite("humaneval"),
+                runner,
+                store,
+                sandbox,
+                task_ids=task_ids,
+                timeout_s=timeout_s,
+                config={"playbook": playbook, "bench": "bench_humaneval"},
+                on_result=show,
+            )
     finally:
-        pipeline.close()
         if memory is not None:
             memory.close()
 

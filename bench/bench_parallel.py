@@ -39,12 +39,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from nightschool.agent import AgentConfig, ChatPipeline
+from nightschool.agent import AgentConfig
 from nightschool.config import Settings
 from nightschool.evals import (
-    InProcessRunner,
     RemoteAgent,
     get_suite,
+    inprocess_runner,
     run_eval,
     run_eval_parallel,
 )
@@ -55,6 +55,7 @@ from nightschool.sandbox import Sandbox
 from nightschool.store import Store
 
 CONFIG = AgentConfig(temperature=0.0, verify=False, reflect_on_correction=False)
+"""The Ray workers' agent settings: what `inprocess_runner` gives the local path."""
 
 
 @contextmanager
@@ -117,24 +118,14 @@ def run_local(settings: Settings, store: Store, tasks: int) -> tuple[float, int]
     model = make_model(settings)
     check_model(model)
     sandbox = Sandbox()
-    root = Path(tempfile.mkdtemp(prefix="workspaces-", dir=settings.home_dir()))
-    root.chmod(0o711)
-    pipeline = ChatPipeline(
-        model=model,
-        store=store,
-        sandbox=sandbox,
-        memory=None,
-        reflector=None,
-        workspace_root=root,
-        config=CONFIG,
-    )
-    runner = InProcessRunner(pipeline, model_name=model.name)
     suite = get_suite("humaneval")
-    run_eval(suite, runner, store, sandbox, task_ids=["HumanEval/163"], timeout_s=300)  # warm-up
-    started = time.perf_counter()
-    run = run_eval(suite, runner, store, sandbox, limit=tasks, timeout_s=300)
-    elapsed = time.perf_counter() - started
-    pipeline.close()
+    with inprocess_runner(model, store, sandbox, workspace_parent=settings.home_dir()) as runner:
+        run_eval(
+            suite, runner, store, sandbox, task_ids=["HumanEval/163"], timeout_s=300
+        )  # warm-up
+        started = time.perf_counter()
+        run = run_eval(suite, runner, store, sandbox, limit=tasks, timeout_s=300)
+        elapsed = time.perf_counter() - started
     return elapsed, run.passed
 
 

@@ -51,6 +51,21 @@ def under_a_ray_worker(pid: int) -> bool:
     return False
 
 
+def launched_elsewhere(pid: int, since: float) -> bool:
+    """Whether `pid`'s parent is a live non-Ray process running since before `since`.
+
+    Such a run belongs to something else on the machine (a benchmark, another
+    test's pipeline), not to an episode begun after `since`: an orphan of a
+    killed worker is re-parented to init or a Ray subreaper, never to it.
+    `since` is seconds since boot (`clock_gettime(CLOCK_BOOTTIME)`).
+    """
+    fields = _stat(pid)
+    parent = int(fields[1]) if fields is not None else 1
+    line = cmdline(parent)
+    ray = line.startswith("ray::") or "/ray/" in line.split(" ", 1)[0]
+    return parent > 1 and alive(parent) and not ray and started_at(parent) < since
+
+
 def descendants(pid: int) -> list[int]:
     """Every live descendant of `pid`, from /proc."""
     parents: dict[int, list[int]] = {}

@@ -17,6 +17,7 @@ from tests.parallel._support import (
     alive,
     cmdline,
     descendants,
+    launched_elsewhere,
     needs_bwrap,
     ray_workers,
     sandboxed_tool_runs,
@@ -128,6 +129,7 @@ def test_a_killed_worker_is_retried_and_writes_no_duplicate_row(
     """SIGKILL the worker mid-episode (its sandboxed tool still running): Ray re-runs it."""
     script = HumanEvalScript(good={0, 1, 2}, tools={1: "import time\ntime.sleep(60)"}, once=True)
     killed: dict[str, Any] = {}
+    began = time.clock_gettime(time.CLOCK_BOOTTIME)
 
     def victim() -> tuple[int, list[int]] | None:
         for worker in ray_workers():
@@ -165,7 +167,9 @@ def test_a_killed_worker_is_retried_and_writes_no_duplicate_row(
     survivors = [
         pid
         for pid in sandboxed_tool_runs()
-        if started_at(pid) < killed["at"] and not under_a_ray_worker(pid)
+        if started_at(pid) < killed["at"]
+        and not under_a_ray_worker(pid)
+        and not launched_elsewhere(pid, began)
     ]
     assert not survivors, [f"{pid} {cmdline(pid)[:100]}" for pid in survivors]
     assert script.requests[1] == 2  # the episode ran again in a fresh worker

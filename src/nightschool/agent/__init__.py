@@ -4,11 +4,13 @@
 tool-using agent in a per-session sandboxed workspace (native tool calls
 when the model supports them, a fenced JSON protocol otherwise), shows it
 playbook lessons and worked examples (skills), rewrites a reply whose code
-uses the agent's own tool names (`find_tool_leaks`), checks the turn (outcome
+uses the agent's own tool names (`find_tool_leaks`), runs the examples a request
+states (`request_examples`) and redraws once on a failure, checks the turn (outcome
 heuristics, verifier), records a redacted trajectory, and learns in real time when the user
 corrects the previous answer. Importing this package loads no model and starts no thread.
 """
 
+from nightschool.agent._examples import request_examples
 from nightschool.agent._leak import (
     LEAK_NOTE,
     LeakSite,
@@ -89,6 +91,7 @@ __all__ = [
     "parse_tool_call",
     "parse_verdict",
     "reply_fingerprint",
+    "request_examples",
     "run_steps",
     "session_dir_name",
     "uses_native_tools",

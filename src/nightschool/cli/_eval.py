@@ -10,8 +10,6 @@ stored as `interrupted` with every finished result).
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -73,8 +71,7 @@ def _inprocess_runner(
     settings: Settings, store: Store, *, playbook: bool, temperature: float, route: str = "full"
 ) -> Iterator[Runner]:
     # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
-    from nightschool.agent import AgentConfig, ChatPipeline
-    from nightschool.evals import InProcessRunner
+    from nightschool.evals import inprocess_runner
     from nightschool.llm import check_model, make_model
     from nightschool.sandbox import Sandbox
 
@@ -88,34 +85,20 @@ def _inprocess_runner(
 
         with err.status("loading the skill playbook ..."):
             memory = SkillMemory(store)
-    router = _chat_router(settings, memory, route)
-    root = Path(tempfile.mkdtemp(prefix="nightschool-eval-"))
-    root.chmod(0o711)  # the sandbox user must reach the session workspaces
-    pipeline = ChatPipeline(
-        model=model,
-        store=store,
-        sandbox=Sandbox(),
-        memory=memory,
-        reflector=None,  # an eval must not learn from its own test set
-        workspace_root=root,
-        config=AgentConfig(
-            max_tokens=settings.max_tokens,
-            temperature=temperature,
-            verify=False,  # the suite's scorer judges; the verifier would cost a model call
-            reflect_on_correction=False,
-        ),
-        router=router,
-    )
-    runner = InProcessRunner(pipeline, model_name=model.name)
     try:
-        yield runner
+        with inprocess_runner(
+            model,
+            store,
+            Sandbox(),
+            memory=memory,
+            router=_chat_router(settings, memory, route),
+            temperature=temperature,
+            max_tokens=settings.max_tokens,
+        ) as runner:
+            yield runner
     finally:
-        runner.close()
-        pipeline.close(wait=True, timeout_s=30)
         if memory is not None:
             memory.close()
-        for path in {root, Path(pipeline.workspace_root)}:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def _chat_router(settings: Settings, memory: Any, route: str) -> Any:

@@ -4,7 +4,9 @@
   judged in the sandbox), `regression` (40 seeded template challenges, one per
   cluster and tier), `post_learning` (6 workspace questions scoring discovery
   before reading), `default` (regression then post_learning).
-- Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process),
+- Runners: `InProcessRunner(pipeline)` (a `ChatPipeline` in this process;
+  `inprocess_runner(model, store, sandbox, ...)` builds the eval's own, which
+  never learns),
   `HttpRunner(base_url, api_key, model, timeout_s)` (a running `nightschool serve`)
   and `StubRunner()` (echoes each prompt: the pipeline without a model, for CI).
 - `run_eval` runs a suite under the network egress guard and stores the run and
@@ -30,6 +32,7 @@ from nightschool.evals._baseline import (
 )
 from nightschool.evals._chat_pairs import chat_pairs
 from nightschool.evals._harness import DEFAULT_TIMEOUT_S, local_only, run_eval, run_task
+from nightschool.evals._inprocess import inprocess_runner
 from nightschool.evals._model import (
     AgentReply,
     EvalRun,
@@ -90,6 +93,7 @@ __all__ = [
     "compare",
     "eval_episode",
     "get_suite",
+    "inprocess_runner",
     "list_runs",
     "load_baseline",
     "load_run",
