@@ -31,12 +31,11 @@ prints one line per task, then the table.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from _rows import append_row, read_rows
 from nightschool.agent import request_examples
 from nightschool.config import Settings
 from nightschool.evals import (
@@ -52,26 +51,6 @@ from nightschool.gate import PairedResult, promotion_gate
 from nightschool.llm import check_model, make_model
 from nightschool.sandbox import Sandbox
 from nightschool.store import Store
-
-
-def read_rows(path: Path) -> dict[str, dict[str, Any]]:
-    """Rows written so far, by task id (a line cut by a crash is dropped: asked again)."""
-    rows: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            rows[row["task_id"]] = row
-    return rows
-
-
-def append_row(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row, sort_keys=True) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def summarize(rows: list[dict[str, Any]]) -> str:
@@ -166,7 +145,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
-    done = read_rows(rows_path)
+    done: dict[str, dict[str, Any]] = read_rows(rows_path, key=lambda row: row["task_id"])
     problems = {p.task_id: p for p in load_problems()}
     tasks = [
         t
