@@ -30,7 +30,9 @@ the agent and no-repair arms differ only by the repair.
 
 Resumable: every answer is a row of `OUT/rows.jsonl` (written as soon as it
 is scored, the reply included); the same command asks only what has no row
-yet, and `--summary` prints the table of what is there.
+yet, and `--summary` prints the table of what is there. The agent's turns are
+recorded in `OUT/bench.db` (the row's `trajectory_id`: its tool calls and
+results, for reading why a reply failed).
 
     .venv/bin/python bench/bench_tool_leak.py --check-tasks     # reference solutions only
     .venv/bin/python bench/bench_tool_leak.py OUT --model qwen2.5-coder-0.5b --limit 4
@@ -44,6 +46,7 @@ import argparse
 import math
 import tempfile
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -99,11 +102,17 @@ def leaked(task: LeakTask, reply: str, program: str | None) -> list[str]:
     return sorted(names)
 
 
-def ask_agent(chat: Any, arm: str, index: int, task: LeakTask) -> tuple[str, dict[str, Any], bool]:
-    """The agent's reply, its `extra`, and whether it ran code before answering."""
-    result = chat.handle([Message(role="user", content=task.request)], session_id=f"{arm}-{index}")
+def ask_agent(chat: Any, arm: str, index: int, task: LeakTask) -> tuple[str, Any, bool]:
+    """The agent's reply, its trajectory, and whether it ran code before answering.
+
+    Each request opens its own session (a fresh workspace, no earlier turn): the
+    id is new on every run, so a request asked again after an interruption does
+    not continue the interrupted one.
+    """
+    session = f"{arm}-{index}-{uuid.uuid4().hex[:8]}"
+    result = chat.handle([Message(role="user", content=task.request)], session_id=session)
     ran = any(call.name in ("run_python", "run_shell") for call in result.tool_calls)
-    return result.reply, dict(result.trajectory.extra), ran
+    return result.reply, result.trajectory, ran
 
 
 def ask_plain(model: ChatModel, task: LeakTask, temperature: float, max_tokens: int) -> str:
@@ -199,7 +208,10 @@ def run_arms(args: argparse.Namespace, arms: list[str], rows_path: Path) -> None
     model = make_model(settings)
     check_model(model)
     sandbox = Sandbox()
-    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "bench.db") as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Store.open(rows_path.parent / "bench.db") as store,
+    ):
         Path(tmp).chmod(0o711)  # the sandbox user must reach the workspaces under it
         foreground = Foreground()
         practice = None
@@ -245,11 +257,13 @@ def run_arms(args: argparse.Namespace, arms: list[str], rows_path: Path) -> None
                 task = tasks[index]
                 started = time.perf_counter()
                 extra: dict[str, Any] = {}
+                trajectory_id = ""
                 ran = False
                 if arm == "plain":
                     reply = ask_plain(model, task, temperature, max_tokens)
                 else:
-                    reply, extra, ran = ask_agent(chats[arm], arm, index, task)
+                    reply, trajectory, ran = ask_agent(chats[arm], arm, index, task)
+                    extra, trajectory_id = dict(trajectory.extra), trajectory.id
                 program = extract_code(reply, PROGRAM)
                 leaks = leaked(task, reply, program)
                 row: dict[str, Any] = {
@@ -261,6 +275,7 @@ def run_arms(args: argparse.Namespace, arms: list[str], rows_path: Path) -> None
                     "repaired": bool((extra.get("tool_leak") or {}).get("repaired")),
                     "ran_code": ran,
                     "reply": reply,
+                    "trajectory_id": trajectory_id,
                 }
                 append_row(rows_path, row)
                 request = task.request.removeprefix("Write a complete Python program that ")

@@ -325,6 +325,31 @@ def test_a_call_missing_its_closing_braces_is_still_a_call() -> None:
     assert blob is not None and blob.answer == "x = 1"
 
 
+TRIPLE_QUOTED_CALL = (  # Qwen2.5-Coder-1.5B, bench_tool_leak request 4 (shown as the answer)
+    '```json\n{\n  "name": "run_python",\n  "arguments": {\n    "code": """\nimport csv\n\n'
+    'csv_data = """\nitem,price,qty\napple,0.5,4\npear,0.75,2\n"""\n\n'
+    "reader = csv.DictReader(csv_data.strip().splitlines())\n"
+    "print(sum(float(r['price']) * int(r['qty']) for r in reader))\n"
+    '"""\n  }\n}\n```'
+)
+
+
+def test_a_call_with_triple_quoted_code_is_still_a_call(ws: SessionWorkspace) -> None:
+    """The code holds its own triple-quoted string: neither JSON nor a literal reads it."""
+    call = parse_tool_call(TRIPLE_QUOTED_CALL)
+    assert call is not None and call.name == "run_python"
+    assert (
+        call.arguments["code"].startswith("\nimport csv")
+        and "csv_data = " in call.arguments["code"]
+    )
+    ran = ws.call("run_python", call.arguments)
+    assert ran.error is None and "stdout:\n3.5" in (ran.result or "")
+    answer = '```python\ntext = """a\nb"""\nprint(text)\n```'  # code in an answer stays an answer
+    assert parse_tool_call(answer) is None and detect_blob(answer) is None
+    data = '```json\n{"name": "Ann", "note": """x"""}\n```'  # JSON-ish data naming no tool
+    assert parse_tool_call(data) is None and detect_blob(data) is None
+
+
 @pytest.mark.parametrize("protocol", ["fenced", "native"])
 def test_the_last_step_is_told_to_answer(ws: SessionWorkspace, protocol: str) -> None:
     call = '```json\n{"name": "list_files", "arguments": {}}\n```'

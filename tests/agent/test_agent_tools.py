@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from nightschool.agent.tools import (
+    MAX_ARGV_CODE_BYTES,
+    NO_STDIN_NOTE,
     PathRefusedError,
     SessionWorkspace,
     cap_text,
@@ -136,6 +138,43 @@ def test_run_shell_and_program_errors_are_data(ws: SessionWorkspace) -> None:
     bad = ws.call("run_python", {"code": "raise ValueError('nope')"})
     assert bad.error is not None and bad.error.startswith("exit code 1: ValueError: nope")
     assert "Traceback" in (bad.result or "")
+    assert NO_STDIN_NOTE not in (bad.result or "")
+
+
+READS_INPUT = "print(sum(map(int, input().split())))"
+
+
+@needs_bwrap
+def test_run_python_reads_the_stdin_it_is_given(ws: SessionWorkspace) -> None:
+    given = ws.call("run_python", {"code": READS_INPUT, "stdin": "3 4 5\n"})
+    assert given.error is None and "stdout:\n12" in (given.result or ""), given.result
+    whole = ws.call(
+        "run_python", {"code": "import sys\nprint(sys.stdin.read()[::-1])", "stdin": "ab"}
+    )
+    assert "stdout:\nba" in (whole.result or "")
+    assert "unexpected argument" in (ws.call("run_python", {"code": "1", "input": "x"}).error or "")
+
+
+@needs_bwrap
+def test_code_reading_missing_stdin_is_told_why(ws: SessionWorkspace) -> None:
+    """Without `stdin` the program's input is empty; code that reads it is told so."""
+    missing = ws.call("run_python", {"code": READS_INPUT})
+    assert missing.error is not None and "EOFError" in missing.error
+    assert NO_STDIN_NOTE in (missing.result or "")
+    quiet = ws.call("run_python", {"code": "import sys\nprint(len(sys.stdin.read().split()))"})
+    assert quiet.error is None and "stdout:\n0" in (quiet.result or "")  # no error, still empty
+    assert NO_STDIN_NOTE in (quiet.result or "")
+    given_empty = ws.call("run_python", {"code": READS_INPUT, "stdin": ""})
+    assert "EOFError" in (given_empty.error or "")
+    assert NO_STDIN_NOTE not in (given_empty.result or "")  # it was given; nothing to explain
+    arithmetic = ws.call("run_python", {"code": "print(2 + 2)"})
+    assert NO_STDIN_NOTE not in (arithmetic.result or "")
+
+
+def test_code_too_long_for_an_argument_is_refused_with_stdin(ws: SessionWorkspace) -> None:
+    code = "x = 1\n" * (MAX_ARGV_CODE_BYTES // 6 + 1)
+    refused = ws.call("run_python", {"code": code, "stdin": "1"})
+    assert refused.error is not None and "too long" in refused.error
 
 
 @needs_bwrap

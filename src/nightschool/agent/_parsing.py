@@ -121,7 +121,35 @@ def _object_span(text: str) -> tuple[dict[str, Any], int, int] | None:
                 _with_closing_braces(decoder, candidate.rstrip()),
                 len(candidate.rstrip()),
             )
+        if not isinstance(value, dict):
+            value, length = _with_triple_quotes(decoder, candidate)
     return (value, start, start + length) if isinstance(value, dict) else None
+
+
+def _with_triple_quotes(decoder: json.JSONDecoder, text: str) -> tuple[Any, int]:
+    """`text` decoded with its first-to-last triple-quoted span as one JSON string.
+
+    Returns (value, characters of `text` it spans), or (None, 0). Measured
+    (`bench/bench_tool_leak.py`, Qwen2.5-Coder-1.5B): a `run_python` call whose
+    code was put between triple double quotes, around code with a
+    triple-quoted string of its own, which neither JSON nor a Python literal
+    reads (the inner quotes end the outer string), was taken as the answer and
+    shown to the user. Taking the first and the last triple quote as the outer
+    ones reads it as the model meant.
+    """
+    first, last = text.find('"""'), text.rfind('"""')
+    if first < 0 or last <= first:
+        return None, 0
+    inner = json.dumps(text[first + 3 : last])
+    rebuilt = text[:first] + inner + text[last + 3 :].rstrip()
+    for missing in range(MISSING_BRACES + 1):
+        try:
+            value, length = decoder.raw_decode(rebuilt + "}" * missing)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and length >= first + len(inner):
+            return value, min(len(text), length - len(inner) + (last + 3 - first) - missing)
+    return None, 0
 
 
 def _with_closing_braces(decoder: json.JSONDecoder, text: str) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import tempfile
 import time
@@ -60,8 +61,27 @@ EMPTY_DIRECTORY = "(empty: no files here)"
 SILENT_PYTHON_NOTE = "(the code printed nothing: print() the values you want to see)"
 """Added to a successful `run_python` result without output (a bare expression prints nothing)."""
 
+NO_STDIN_NOTE = (
+    "(the code got no standard input here: to try a program that reads input, give "
+    "sample input as `stdin`; the user's real input will be there when they run it)"
+)
+"""Added to a `run_python` result whose code reads standard input (`READS_STDIN`)
+and was given no `stdin`. Why (`bench/bench_tool_leak.py`, Qwen2.5-Coder-1.5B): asked
+for a program that reads its input, the agent ran it on nothing, met `EOFError`, and
+answered the user as if they had the error ("To handle the EOFError ...", a program
+that prints None), or reported the empty run ("The number of words in the input is
+0") instead of the program."""
+
+READS_STDIN = re.compile(r"\binput\s*\(|\bsys\s*\.\s*stdin\b|\bfileinput\b|\bopen\s*\(\s*0\b")
+"""Code that reads standard input: `input(`, `sys.stdin`, `fileinput`, `open(0`."""
+
+MAX_ARGV_CODE_BYTES = 100_000
+"""Longest code `run_python` passes as `python3 -c` when `stdin` is given, bytes
+(Linux caps one argument at 128 KiB, `MAX_ARG_STRLEN`); longer code runs without it."""
+
 TOOL_SPECS: Mapping[str, str] = {
-    "run_python": '{"code": "<python source>"}: run Python 3 code; returns exit code and output.',
+    "run_python": '{"code": "<python source>", "stdin": "<optional input>"}: run Python 3 '
+    "code; its standard input is empty unless you give stdin; returns exit code and output.",
     "run_shell": '{"command": "<bash command>"}: run a bash command; returns exit code and output.',
     "read_file": '{"path": "<relative path>"}: return the text of a workspace file.',
     "write_file": '{"path": "<relative path>", "content": "<text>"}: write a workspace file.',
@@ -113,6 +133,7 @@ _REQUIRED: Mapping[str, tuple[str, ...]] = {
     BROWSER_TOOL_NAME: ("op",),
 }
 _OPTIONAL: Mapping[str, tuple[str, ...]] = {
+    "run_python": ("stdin",),
     "list_files": ("path",),
     "self_play_loop": ("max_cycles",),
     BROWSER_TOOL_NAME: ("url", "actions", "stop_on_error", "selector"),
@@ -143,8 +164,9 @@ TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
     _function_tool(
         "run_python",
         "Run Python 3 code in the workspace; returns the exit code and output "
-        "(print what you want to see).",
+        "(print what you want to see). Its standard input is empty unless you give stdin.",
         code="Python source",
+        stdin="text for the code to read on standard input (optional)",
     ),
     _function_tool(
         "run_shell",
@@ -368,18 +390,33 @@ class SessionWorkspace:
 
     # -- tools ------------------------------------------------------------------
 
-    def run_python(self, code: str) -> ToolOutcome:
-        """Run Python 3 `code` (fed on stdin) in the sandbox, working dir = the workspace.
+    def run_python(self, code: str, stdin: str | None = None) -> ToolOutcome:
+        """Run Python 3 `code` in the sandbox, working dir = the workspace.
 
-        A run that succeeds without any output gets `SILENT_PYTHON_NOTE` added.
+        Without `stdin` the code is fed on the interpreter's standard input
+        (`python3 -`), so the program itself reads nothing there: code that
+        reads it (`READS_STDIN`) gets `NO_STDIN_NOTE` added to its result. With `stdin` the code
+        runs as `python3 -c` and reads `stdin` (code over
+        `MAX_ARGV_CODE_BYTES` is refused with a message). A run that succeeds
+        without any output gets `SILENT_PYTHON_NOTE` added.
 
         Raises:
             SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
         """
-        result = self.sandbox.run_in(
-            self.path, python_argv("-"), stdin=code, timeout_s=self.timeout_s
-        )
+        if stdin is None:
+            argv, feed = python_argv("-"), code
+        elif len(code.encode("utf-8", errors="replace")) > MAX_ARGV_CODE_BYTES:
+            return ToolOutcome(
+                None,
+                f"code too long to run with stdin (over {MAX_ARGV_CODE_BYTES} bytes): "
+                "write it to a file with write_file and run it with run_shell",
+            )
+        else:
+            argv, feed = [*python_argv("-c"), code], stdin
+        result = self.sandbox.run_in(self.path, argv, stdin=feed, timeout_s=self.timeout_s)
         outcome = _describe(result, self.max_output_chars)
+        if stdin is None and READS_STDIN.search(code):
+            return ToolOutcome(f"{outcome.result}\n{NO_STDIN_NOTE}", outcome.error)
         if outcome.error is None and not result.stdout.strip() and not result.stderr.strip():
             # Measured: Qwen2.5-Coder-0.5B ran `2**100` and, seeing only the exit code,
             # ran it again until the steps ran out.
