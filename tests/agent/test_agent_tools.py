@@ -156,6 +156,13 @@ def test_run_python_reads_the_stdin_it_is_given(ws: SessionWorkspace) -> None:
 
 
 @needs_bwrap
+def test_indented_code_is_dedented_before_it_runs(ws: SessionWorkspace) -> None:
+    """Measured (Qwen2.5-Coder-1.5B): the whole block indented, `unexpected indent`."""
+    call = ws.call("run_python", {"code": "\n    x = 2\n    if x:\n        print(x * 3)\n    "})
+    assert call.error is None and "stdout:\n6" in (call.result or "")
+
+
+@needs_bwrap
 def test_code_reading_missing_stdin_is_told_why(ws: SessionWorkspace) -> None:
     """Without `stdin` the program's input is empty; code that reads it is told so."""
     missing = ws.call("run_python", {"code": READS_INPUT})
@@ -164,9 +171,11 @@ def test_code_reading_missing_stdin_is_told_why(ws: SessionWorkspace) -> None:
     quiet = ws.call("run_python", {"code": "import sys\nprint(len(sys.stdin.read().split()))"})
     assert quiet.error is None and "stdout:\n0" in (quiet.result or "")  # no error, still empty
     assert NO_STDIN_NOTE in (quiet.result or "")
-    given_empty = ws.call("run_python", {"code": READS_INPUT, "stdin": ""})
+    given_empty = ws.call("run_python", {"code": READS_INPUT, "stdin": ""})  # measured: 1.5B
     assert "EOFError" in (given_empty.error or "")
-    assert NO_STDIN_NOTE not in (given_empty.result or "")  # it was given; nothing to explain
+    assert NO_STDIN_NOTE in (given_empty.result or "")
+    given = ws.call("run_python", {"code": READS_INPUT, "stdin": "1 2"})
+    assert NO_STDIN_NOTE not in (given.result or "")  # it had input; nothing to explain
     arithmetic = ws.call("run_python", {"code": "print(2 + 2)"})
     assert NO_STDIN_NOTE not in (arithmetic.result or "")
 

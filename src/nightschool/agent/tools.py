@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -393,9 +394,12 @@ class SessionWorkspace:
     def run_python(self, code: str, stdin: str | None = None) -> ToolOutcome:
         """Run Python 3 `code` in the sandbox, working dir = the workspace.
 
-        Without `stdin` the code is fed on the interpreter's standard input
-        (`python3 -`), so the program itself reads nothing there: code that
-        reads it (`READS_STDIN`) gets `NO_STDIN_NOTE` added to its result. With `stdin` the code
+        The code is dedented first (a model often indents the whole block,
+        which Python refuses: `IndentationError: unexpected indent`, measured
+        on Qwen2.5-Coder-1.5B). Without `stdin` the code is fed on the
+        interpreter's standard input (`python3 -`), so the program itself reads
+        nothing there: code that reads it (`READS_STDIN`) without `stdin`, or
+        with a blank one, gets `NO_STDIN_NOTE` added to its result. With `stdin` the code
         runs as `python3 -c` and reads `stdin` (code over
         `MAX_ARGV_CODE_BYTES` is refused with a message). A run that succeeds
         without any output gets `SILENT_PYTHON_NOTE` added.
@@ -403,6 +407,7 @@ class SessionWorkspace:
         Raises:
             SandboxUnavailableError, SandboxFaultError: the sandbox itself failed.
         """
+        code = textwrap.dedent(code)
         if stdin is None:
             argv, feed = python_argv("-"), code
         elif len(code.encode("utf-8", errors="replace")) > MAX_ARGV_CODE_BYTES:
@@ -415,7 +420,7 @@ class SessionWorkspace:
             argv, feed = [*python_argv("-c"), code], stdin
         result = self.sandbox.run_in(self.path, argv, stdin=feed, timeout_s=self.timeout_s)
         outcome = _describe(result, self.max_output_chars)
-        if stdin is None and READS_STDIN.search(code):
+        if not (stdin or "").strip() and READS_STDIN.search(code):
             return ToolOutcome(f"{outcome.result}\n{NO_STDIN_NOTE}", outcome.error)
         if outcome.error is None and not result.stdout.strip() and not result.stderr.strip():
             # Measured: Qwen2.5-Coder-0.5B ran `2**100` and, seeing only the exit code,
