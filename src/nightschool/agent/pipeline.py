@@ -75,7 +75,7 @@ from nightschool.agent.tools import (
     tool_specs,
     usable_workspace_root,
 )
-from nightschool.agent.verifier import Verifier, VerifierVerdict
+from nightschool.agent.verifier import Verifier, VerifierVerdict, apply_verdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
 from nightschool.lessons.reflection import Reflector
@@ -326,7 +326,7 @@ class ChatPipeline:
         tick = time.perf_counter()
         verdict = self._verify(trajectory, run)
         timings["verifier"] = time.perf_counter() - tick
-        trajectory = self._apply_verdict(trajectory, verdict)
+        trajectory = apply_verdict(trajectory, verdict, self.memory)
         tokens_in = run.tokens_in + (
             verdict.tokens_in if isinstance(verdict, VerifierVerdict) else 0
         )
@@ -547,29 +547,6 @@ class ChatPipeline:
             # The reply exists; the user still gets it. The fault is named, not hidden.
             logger.warning("verifier unavailable for %s: %s", trajectory.id, exc)
             return f"unavailable: {type(exc).__name__}: {exc.message}"
-
-    def _apply_verdict(self, trajectory: Trajectory, verdict: VerifierVerdict | str) -> Trajectory:
-        extra = dict(trajectory.extra)
-        if isinstance(verdict, str):
-            extra["verifier"] = {"skipped": verdict}
-            return trajectory.model_copy(update={"extra": extra})
-        extra["verifier"] = verdict.as_record()
-        if not verdict.fails_turn:
-            return trajectory.model_copy(update={"extra": extra})
-        extra["failure_source"] = "verifier"
-        retracted = 0
-        if self.memory is not None:
-            try:
-                retracted = self.memory.retract_from_trajectory(trajectory.id, "verifier refuted")
-            except Exception:
-                logger.warning("retraction after a refuted turn failed", exc_info=True)
-        extra["lessons_retracted"] = retracted
-        reason = (
-            f"verifier refuted the reply ({verdict.confidence:.2f}): {verdict.note or 'no note'}"
-        )
-        return trajectory.model_copy(
-            update={"outcome": Outcome.FAILED, "failure_reason": reason[:500], "extra": extra}
-        )
 
     def _record(
         self, trajectory: Trajectory, *shown: Sequence[RetrievedLesson], expose: bool

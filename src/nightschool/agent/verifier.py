@@ -16,15 +16,21 @@ grammar and parsed leniently everywhere. A REFUTED with confidence at least
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from nightschool.agent.tools import cap_text
 from nightschool.llm import ChatModel, Message
-from nightschool.trajectory import ToolCall
+from nightschool.trajectory import Outcome, ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    from nightschool.playbook import SkillMemory
+
+logger = logging.getLogger("nightschool.agent")
 
 REFUTE_CONFIDENCE = 0.7
 """A REFUTED verdict at or above this confidence marks the turn failed (seed 002)."""
@@ -229,3 +235,41 @@ class Verifier:
             tokens_out=completion.tokens_out,
             duration_s=time.perf_counter() - start,
         )
+
+
+def apply_verdict(
+    trajectory: Trajectory, verdict: VerifierVerdict | str, memory: SkillMemory | None
+) -> Trajectory:
+    """The turn with the verifier's verdict recorded (`extra["verifier"]`).
+
+    Args:
+        trajectory: the turn, before it is recorded.
+        verdict: the verdict, or why the verifier did not run (recorded as
+            `{"skipped": reason}`).
+        memory: the playbook; a verdict that fails the turn retracts the
+            lessons this turn wrote (`extra["lessons_retracted"]`). None: nothing
+            to retract.
+
+    Returns:
+        A copy; failed with source `verifier` when `verdict.fails_turn`. A
+        retraction that fails is logged and counts 0: the verdict still stands.
+    """
+    extra = dict(trajectory.extra)
+    if isinstance(verdict, str):
+        extra["verifier"] = {"skipped": verdict}
+        return trajectory.model_copy(update={"extra": extra})
+    extra["verifier"] = verdict.as_record()
+    if not verdict.fails_turn:
+        return trajectory.model_copy(update={"extra": extra})
+    extra["failure_source"] = "verifier"
+    retracted = 0
+    if memory is not None:
+        try:
+            retracted = memory.retract_from_trajectory(trajectory.id, "verifier refuted")
+        except Exception:
+            logger.warning("retraction after a refuted turn failed", exc_info=True)
+    extra["lessons_retracted"] = retracted
+    reason = f"verifier refuted the reply ({verdict.confidence:.2f}): {verdict.note or 'no note'}"
+    return trajectory.model_copy(
+        update={"outcome": Outcome.FAILED, "failure_reason": reason[:500], "extra": extra}
+    )
