@@ -176,6 +176,11 @@ def test_code_reading_missing_stdin_is_told_why(ws: SessionWorkspace) -> None:
     assert NO_STDIN_NOTE in (given_empty.result or "")
     given = ws.call("run_python", {"code": READS_INPUT, "stdin": "1 2"})
     assert NO_STDIN_NOTE not in (given.result or "")  # it had input; nothing to explain
+    broken = ws.call(
+        "run_python", {"code": "import sys\nfor line in reversed(sys.stdin): print(line)"}
+    )
+    assert "TypeError" in (broken.error or "")  # measured: another error is the news, no note
+    assert NO_STDIN_NOTE not in (broken.result or "")
     arithmetic = ws.call("run_python", {"code": "print(2 + 2)"})
     assert NO_STDIN_NOTE not in (arithmetic.result or "")
 

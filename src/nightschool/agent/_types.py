@@ -42,6 +42,10 @@ class AgentConfig:
             the redraw only when it passes (`agent._examples`: the only arm the
             MBPP stream promoted, +6 points). False still runs and records them
             (`extra["examples"]`), without the redraw.
+        ask_for_missing_code: when the request asks for code to be written and
+            the final reply has none (the run's output, a placeholder), make one
+            more direct call asking for the code, kept only when it has code
+            (`agent._missing_code`, `extra["missing_code"]`).
     """
 
     max_steps: int = 6
@@ -58,6 +62,7 @@ class AgentConfig:
     verifier_max_tokens: int = 120
     repair_tool_leaks: bool = True
     check_examples: bool = True
+    ask_for_missing_code: bool = True
 
     def __post_init__(self) -> None:
         checks = {

@@ -23,7 +23,9 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    the fenced text protocol otherwise (`extra["tool_protocol"]`); tool-call
    blobs are never the answer (`extra["blob_replies"]`). A final reply whose
    code uses the agent's tool names is rewritten once (`agent._leak`,
-   `extra["tool_leak"]`). Examples the request states are run against the
+   `extra["tool_leak"]`). A request to write code answered without code is
+   asked once more for the code (`agent._missing_code`, `extra["missing_code"]`).
+   Examples the request states are run against the
    reply's code; a failure buys one redraw of the request, kept only when it
    passes (`agent._examples`, `extra["examples"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from nightschool.agent._background import BackgroundReflections
 from nightschool.agent._examples import check_examples
 from nightschool.agent._leak import repair_tool_leak
+from nightschool.agent._missing_code import ask_for_missing_code
 from nightschool.agent._request import (
     CORRECTION_CACHE_SIZE,
     previous_exchange,
@@ -237,6 +240,7 @@ class ChatPipeline:
         window = conversation_window(messages, self.config.history_chars)
         conversation = [Message(role="system", content=system_prompt), *window]
         leak: dict[str, Any] | None = None
+        missing: dict[str, Any] | None = None
         examples: dict[str, Any] | None = None
         screenshots: list[dict[str, Any]] = []
         try:
@@ -264,6 +268,18 @@ class ChatPipeline:
                 temperature=temperature,
                 max_tokens=max_tokens,
                 names=leak_checked_names(browser=self.browser is not None),
+            )
+            missing = (
+                ask_for_missing_code(
+                    self.model,
+                    run,
+                    window,
+                    client_system=client_system,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                )
+                if cfg.ask_for_missing_code
+                else None
             )
             tick = time.perf_counter()
             try:
@@ -307,6 +323,8 @@ class ChatPipeline:
             extra["corrected_trajectory_id"] = correction.trajectory_id
         if leak is not None:
             extra["tool_leak"] = leak
+        if missing is not None:
+            extra["missing_code"] = missing
         if examples is not None:
             extra["examples"] = examples
         if screenshots:

@@ -399,8 +399,10 @@ class SessionWorkspace:
         on Qwen2.5-Coder-1.5B). Without `stdin` the code is fed on the
         interpreter's standard input (`python3 -`), so the program itself reads
         nothing there: code that reads it (`READS_STDIN`) without `stdin`, or
-        with a blank one, gets `NO_STDIN_NOTE` added to its result. With `stdin` the code
-        runs as `python3 -c` and reads `stdin` (code over
+        with a blank one, gets `NO_STDIN_NOTE` added to its result, unless it
+        died of another error than `EOFError` (that error is the news: the
+        note made the 1.5B blame the input for a `TypeError`). With `stdin`
+        the code runs as `python3 -c` and reads `stdin` (code over
         `MAX_ARGV_CODE_BYTES` is refused with a message). A run that succeeds
         without any output gets `SILENT_PYTHON_NOTE` added.
 
@@ -420,7 +422,8 @@ class SessionWorkspace:
             argv, feed = [*python_argv("-c"), code], stdin
         result = self.sandbox.run_in(self.path, argv, stdin=feed, timeout_s=self.timeout_s)
         outcome = _describe(result, self.max_output_chars)
-        if not (stdin or "").strip() and READS_STDIN.search(code):
+        other_error = result.returncode != 0 and "EOFError" not in result.stderr
+        if not (stdin or "").strip() and READS_STDIN.search(code) and not other_error:
             return ToolOutcome(f"{outcome.result}\n{NO_STDIN_NOTE}", outcome.error)
         if outcome.error is None and not result.stdout.strip() and not result.stderr.strip():
             # Measured: Qwen2.5-Coder-0.5B ran `2**100` and, seeing only the exit code,
