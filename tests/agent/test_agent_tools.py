@@ -189,6 +189,8 @@ def test_code_too_long_for_an_argument_is_refused_with_stdin(ws: SessionWorkspac
     code = "x = 1\n" * (MAX_ARGV_CODE_BYTES // 6 + 1)
     refused = ws.call("run_python", {"code": code, "stdin": "1"})
     assert refused.error is not None and "too long" in refused.error
+    nul = ws.call("run_python", {"code": "print(1)\0", "stdin": "1"})  # argv cannot hold it
+    assert nul.error is not None and "NUL byte" in nul.error
 
 
 @needs_bwrap

@@ -67,7 +67,8 @@ NO_STDIN_NOTE = (
     "sample input as `stdin`; the user's real input will be there when they run it)"
 )
 """Added to a `run_python` result whose code reads standard input (`READS_STDIN`)
-and was given no `stdin`. Why (`bench/bench_tool_leak.py`, Qwen2.5-Coder-1.5B): asked
+and was given no `stdin` (or a blank one), unless it died of another error than
+`EOFError`. Why (`bench/bench_tool_leak.py`, Qwen2.5-Coder-1.5B): asked
 for a program that reads its input, the agent ran it on nothing, met `EOFError`, and
 answered the user as if they had the error ("To handle the EOFError ...", a program
 that prints None), or reported the empty run ("The number of words in the input is
@@ -78,7 +79,8 @@ READS_STDIN = re.compile(r"\binput\s*\(|\bsys\s*\.\s*stdin\b|\bfileinput\b|\bope
 
 MAX_ARGV_CODE_BYTES = 100_000
 """Longest code `run_python` passes as `python3 -c` when `stdin` is given, bytes
-(Linux caps one argument at 128 KiB, `MAX_ARG_STRLEN`); longer code runs without it."""
+(Linux caps one argument at 128 KiB, `MAX_ARG_STRLEN`); longer code is refused with
+a message saying how to run it (a file and `run_shell`)."""
 
 TOOL_SPECS: Mapping[str, str] = {
     "run_python": '{"code": "<python source>", "stdin": "<optional input>"}: run Python 3 '
@@ -412,11 +414,12 @@ class SessionWorkspace:
         code = textwrap.dedent(code)
         if stdin is None:
             argv, feed = python_argv("-"), code
-        elif len(code.encode("utf-8", errors="replace")) > MAX_ARGV_CODE_BYTES:
+        elif len(code.encode("utf-8", errors="replace")) > MAX_ARGV_CODE_BYTES or "\0" in code:
             return ToolOutcome(
                 None,
-                f"code too long to run with stdin (over {MAX_ARGV_CODE_BYTES} bytes): "
-                "write it to a file with write_file and run it with run_shell",
+                f"code too long (over {MAX_ARGV_CODE_BYTES} bytes) or holding a NUL byte, so it "
+                "cannot run with stdin: write it to a file with write_file and run it with "
+                "run_shell",
             )
         else:
             argv, feed = [*python_argv("-c"), code], stdin
