@@ -260,6 +260,39 @@ def follow_up_call(
     return text
 
 
+def reply_to_the_reply(
+    model: ChatModel,
+    run: TurnRun,
+    window: Sequence[Message],
+    note: str,
+    *,
+    client_system: str,
+    temperature: float,
+    max_tokens: int,
+) -> str | None:
+    """`follow_up_call` after the turn's reply and the user's `note` about it.
+
+    The direct call sees the conversation, the reply as the assistant's, then
+    `note` as the user's: the shape of a repair (`repair_tool_leak`) or of a
+    request for what the reply lacks (`agent._missing_code`).
+
+    Returns:
+        As `follow_up_call`. Raises as it does.
+    """
+    return follow_up_call(
+        model,
+        run,
+        window,
+        client_system=client_system,
+        then=[
+            Message(role="assistant", content=run.reply),
+            Message(role="user", content=note),
+        ],
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+
+
 def repair_tool_leak(
     model: ChatModel,
     run: TurnRun,
@@ -304,17 +337,13 @@ def repair_tool_leak(
     record: dict[str, Any] = {"names": list(leaked), "repair": "off", "repaired": False}
     if not repair:
         return record
-    note = [
-        Message(role="assistant", content=run.reply),
-        Message(role="user", content=leak_note(leaked)),
-    ]
     try:
-        text = follow_up_call(
+        text = reply_to_the_reply(
             model,
             run,
             window,
+            leak_note(leaked),
             client_system=client_system,
-            then=note,
             temperature=temperature,
             max_tokens=max_tokens,
         )

@@ -7,7 +7,8 @@ program) and, for FizzBuzz, a fence holding only `# Your Python code here`; the
 same model with no agent around it answered both with a program. When the
 request asks for code to be written (`asks_for_code`) and the final reply has
 no substantive code (`has_code`), one more direct call (the agent's system
-prompt without tools, the conversation, the reply, then `MISSING_CODE_NOTE`)
+prompt without tools, the conversation, the reply, then `MISSING_CODE_NOTE`:
+`_leak.reply_to_the_reply`)
 asks for the code; the new reply is kept only when it has code. A request that
 does not ask for code, or a reply that has it, costs nothing.
 """
@@ -18,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from nightschool.agent._leak import code_blocks, follow_up_call
+from nightschool.agent._leak import code_blocks, reply_to_the_reply
 from nightschool.agent.loop import TurnRun
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
@@ -94,17 +95,13 @@ def ask_for_missing_code(
     requests = [m["content"] for m in window if m["role"] == "user"]
     if not requests or not asks_for_code(requests[-1]) or has_code(run.reply):
         return None
-    note = [
-        Message(role="assistant", content=run.reply),
-        Message(role="user", content=MISSING_CODE_NOTE),
-    ]
     try:
-        text = follow_up_call(
+        text = reply_to_the_reply(
             model,
             run,
             window,
+            MISSING_CODE_NOTE,
             client_system=client_system,
-            then=note,
             temperature=temperature,
             max_tokens=max_tokens,
         )
