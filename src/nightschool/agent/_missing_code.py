@@ -92,8 +92,9 @@ def ask_for_missing_code(
     """
     if run.infrastructure_error is not None or run.aborted or not run.reply.strip():
         return None
-    requests = [m["content"] for m in window if m["role"] == "user"]
-    if not requests or not asks_for_code(requests[-1]) or has_code(run.reply):
+    if not window or window[-1]["role"] != "user":
+        return None
+    if not asks_for_code(window[-1]["content"]) or has_code(run.reply):
         return None
     try:
         text = reply_to_the_reply(

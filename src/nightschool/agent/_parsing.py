@@ -141,15 +141,12 @@ def _with_triple_quotes(decoder: json.JSONDecoder, text: str) -> tuple[Any, int]
     if first < 0 or last <= first:
         return None, 0
     inner = json.dumps(text[first + 3 : last])
-    rebuilt = text[:first] + inner + text[last + 3 :].rstrip()
-    for missing in range(MISSING_BRACES + 1):
-        try:
-            value, length = decoder.raw_decode(rebuilt + "}" * missing)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict) and length >= first + len(inner):
-            return value, min(len(text), length - len(inner) + (last + 3 - first) - missing)
-    return None, 0
+    rebuilt = text[:first] + inner + text[last + 3 :]
+    try:
+        value, length = decoder.raw_decode(rebuilt)
+    except json.JSONDecodeError:
+        return _with_closing_braces(decoder, rebuilt.rstrip()), len(text.rstrip())
+    return value, length + (last + 3 - first) - len(inner)
 
 
 def _with_closing_braces(decoder: json.JSONDecoder, text: str) -> Any:
