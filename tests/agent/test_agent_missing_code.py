@@ -8,7 +8,13 @@ from collections.abc import Callable
 import pytest
 
 from nightschool.agent import ChatPipeline
-from nightschool.agent._missing_code import MISSING_CODE_NOTE, asks_for_code, has_code
+from nightschool.agent._missing_code import (
+    MISSING_CODE_NOTE,
+    asks_for_code,
+    has_code,
+    missing_code_note,
+    requested_language,
+)
 from nightschool.errors import ModelUnavailableError
 from nightschool.llm import Message, ScriptedModel
 from nightschool.store import Store
@@ -65,6 +71,28 @@ def test_a_placeholder_or_prose_is_not_code() -> None:
     assert has_code("Here:\n```bash\ntar czf home.tgz ~\n```")
 
 
+@pytest.mark.parametrize(
+    ("request_text", "language"),
+    [
+        ("Write a Python program that sums the numbers on stdin.", "python"),
+        ("Write a program that sums the numbers on stdin.", "python"),
+        ("Create a bash script that archives my home directory.", "bash"),
+        ("Write a shell script to count the lines of every file.", "bash"),
+        ("Write a Python function that runs a bash command.", "python"),
+        ("Write an SQL query for the top 3 customers.", "sql"),
+        ("Write a function that parses a query string.", "python"),
+        ("Create a Node.js script that prints the date.", "javascript"),
+    ],
+)
+def test_the_follow_up_names_the_requested_language(request_text: str, language: str) -> None:
+    assert requested_language(request_text) == language
+    assert f"```{language} block" in missing_code_note(request_text)
+
+
+def test_a_python_request_gets_the_measured_wording() -> None:
+    assert missing_code_note(REQUEST) == MISSING_CODE_NOTE
+
+
 # -- in a chat turn (the real sandbox and store, a scripted model) ---------------------
 
 
@@ -89,6 +117,16 @@ def test_a_code_request_answered_without_code_is_asked_for_it_once(
     assert [m["role"] for m in follow_up.messages] == ["system", "user", "assistant", "user"]
     assert follow_up.messages[-2]["content"] == without_code
     assert follow_up.messages[-1]["content"] == MISSING_CODE_NOTE
+
+
+def test_a_bash_request_is_asked_for_a_bash_block(make: Callable[..., ChatPipeline]) -> None:
+    script = "```bash\ntar czf home.tgz ~\n```"
+    model = ScriptedModel([PLACEHOLDER, script])
+    request = "Create a bash script that archives my home directory."
+    result = make(model).handle([user(request)], session_id="s")
+    assert result.reply == script
+    assert model.calls[1].messages[-1]["content"] == missing_code_note(request)
+    assert "```bash block" in model.calls[1].messages[-1]["content"]
 
 
 def test_a_follow_up_without_code_keeps_the_first_reply(

@@ -7,8 +7,8 @@ program) and, for FizzBuzz, a fence holding only `# Your Python code here`; the
 same model with no agent around it answered both with a program. When the
 request asks for code to be written (`asks_for_code`) and the final reply has
 no substantive code (`has_code`), one more direct call (the agent's system
-prompt without tools, the conversation, the reply, then `MISSING_CODE_NOTE`:
-`_leak.reply_to_the_reply`)
+prompt without tools, the conversation, the reply, then `missing_code_note`:
+one fenced block in the request's language, `_leak.reply_to_the_reply`)
 asks for the code; the new reply is kept only when it has code. A request that
 does not ask for code, or a reply that has it, costs nothing.
 """
@@ -24,13 +24,56 @@ from nightschool.agent.loop import TurnRun
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
 
-__all__ = ["MISSING_CODE_NOTE", "ask_for_missing_code", "asks_for_code", "has_code"]
+__all__ = [
+    "MISSING_CODE_NOTE",
+    "ask_for_missing_code",
+    "asks_for_code",
+    "has_code",
+    "missing_code_note",
+    "requested_language",
+]
 
-MISSING_CODE_NOTE = (
+_NOTE = (
     "Your reply does not contain the code I asked for. Reply with the complete code in one "
-    "```python block: the code itself, not its output or a placeholder."
+    "```{fence} block: the code itself, not its output or a placeholder."
 )
-"""The user message of the follow-up call."""
+MISSING_CODE_NOTE = _NOTE.format(fence="python")
+"""The user message of the follow-up call for a Python request (the measured wording)."""
+
+_LANGUAGES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("bash", re.compile(r"\bbash\b|\bshell\s+(?:script|command|one-liner)s?\b", re.I)),
+    ("sql", re.compile(r"\bsql(?:ite)?\b", re.I)),
+    ("javascript", re.compile(r"\b(?:javascript|node\.?js)\b", re.I)),
+    ("typescript", re.compile(r"\btypescript\b", re.I)),
+)
+"""Request wording that names a language other than Python, checked in order."""
+
+
+def requested_language(request: str) -> str:
+    """The fence language a code request asks for: `python` unless it names another.
+
+    "a bash script", "a shell command" -> `bash`; "SQL", "SQLite" -> `sql`;
+    JavaScript or Node.js -> `javascript`; TypeScript -> `typescript`;
+    anything else (Python named, or no language) -> `python`. A request
+    naming Python beside another language stays `python`.
+    """
+    if re.search(r"\bpython\b", request, re.IGNORECASE):
+        return "python"
+    for name, pattern in _LANGUAGES:
+        if pattern.search(request):
+            return name
+    return "python"
+
+
+def missing_code_note(request: str) -> str:
+    """`MISSING_CODE_NOTE` with the fence of the language `request` asks for.
+
+    A Python request (or one naming no language) gets `MISSING_CODE_NOTE`
+    word for word; "create a bash script ..." asks for one ```bash block, so
+    the follow-up is not steered into Python.
+    """
+    return _NOTE.format(fence=requested_language(request))
+
 
 _ASKS = re.compile(
     r"\b(?:write|create|implement|generate|build|make|code)\b(?:\W+\w+){0,6}?\W+"
@@ -101,7 +144,7 @@ def ask_for_missing_code(
             model,
             run,
             window,
-            MISSING_CODE_NOTE,
+            missing_code_note(window[-1]["content"]),
             client_system=client_system,
             temperature=temperature,
             max_tokens=max_tokens,
