@@ -12,9 +12,15 @@ held-out figure, and each verdict pairs templates, not items.
 Targets (issue "Learning that shows"): after at most 2 hours of dreaming, (a) up
 at least +10 points and promoted by the gate; (b) not significantly lower.
 
+A run with `--out DIR` keeps its home in `DIR/home` and can be resumed after
+Ctrl-C, a crash or the end of a session: the same command plus `--resume`
+(`eval learning-curve --resume`: measured items and dreamt cycles are kept).
+
 Usage:
     .venv/bin/python bench/bench_learning_curve.py --minutes 20 --checkpoints 3
     .venv/bin/python bench/bench_learning_curve.py --cycles 4 --checkpoints 1 --model smollm2-135m
+    .venv/bin/python bench/bench_learning_curve.py --minutes 45 --out RUN            # resumable
+    .venv/bin/python bench/bench_learning_curve.py --minutes 45 --out RUN --resume   # go on
 """
 
 from __future__ import annotations
@@ -46,11 +52,16 @@ def main() -> int:
     parser.add_argument(
         "--max-tokens", type=int, default=512, help="completion cap (512: the product default)"
     )
-    parser.add_argument("--out", type=Path, default=None, help="keep the run's files here")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="keep the run's files (and its home) here"
+    )
+    parser.add_argument("--resume", action="store_true", help="go on with the run in --out")
     args = parser.parse_args()
     if (args.minutes is None) == (args.cycles is None):
         parser.error("give exactly one of --minutes or --cycles")
-    home = Path(tempfile.mkdtemp(prefix="ns-curve-home-"))
+    if args.resume and args.out is None:
+        parser.error("--resume needs the --out of the run to go on with")
+    home = args.out / "home" if args.out else Path(tempfile.mkdtemp(prefix="ns-curve-home-"))
     out = args.out or Path(tempfile.mkdtemp(prefix="ns-curve-out-"))
     command = [
         str(SCRIPT), "eval", "learning-curve", "--out", str(out),
@@ -61,6 +72,8 @@ def main() -> int:
     command += ["--minutes", str(args.minutes)] if args.minutes else ["--cycles", str(args.cycles)]
     if args.model:
         command += ["--model", args.model]
+    if args.resume:
+        command += ["--resume"]
     env = {
         **os.environ,
         "NIGHTSCHOOL_HOME": str(home),

@@ -5,10 +5,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nightschool.challenges import Challenge
-from nightschool.llm import Message
+from nightschool.dream.loop import DREAM_SEED_LIMIT
+from nightschool.llm import Message, ScriptedModel
 
 
 def asked(seen: dict[str, Challenge], messages: Sequence[Message]) -> Challenge | None:
     """The rendered challenge whose prompt is in the call's first user message, if any."""
     prompt = next(m["content"] for m in messages if m["role"] == "user")
     return next((c for p, c in seen.items() if p in prompt), None)
+
+
+def learner(seen: dict[str, Challenge], *, solves_dream: bool = True) -> ScriptedModel:
+    """Passes a challenge when shown a worked example of its own template (or a dream seed)."""
+
+    def reply(messages: Sequence[Message]) -> str:
+        system = messages[0]["content"]
+        challenge = asked(seen, messages)
+        if challenge is None:
+            return "```python\nprint('no idea')\n```"
+        # seeds are different tasks: the double "benefits" from a worked example of any
+        # rendering of its own template, shown verbatim (never another template's)
+        shown = any(
+            c.template == challenge.template and c.reference_solution.strip() in system
+            for c in seen.values()
+        )
+        good = shown or (solves_dream and challenge.seed < DREAM_SEED_LIMIT)
+        code = challenge.reference_solution if good else challenge.wrong_solution
+        lang = "bash" if challenge.solution_file.endswith(".sh") else "python"
+        return f"```{lang}\n{code}\n```"
+
+    return ScriptedModel(reply)

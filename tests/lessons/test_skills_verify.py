@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 from tests._challenges import bare_challenge
-from tests.lessons._scripted import asked
+from tests.lessons._scripted import asked, learner
 
 from nightschool.challenges import CLUSTERS, Challenge, render, templates
 from nightschool.dream import DreamLoop, FrontierTracker
-from nightschool.dream.loop import DREAM_SEED_LIMIT
 from nightschool.errors import UserError
 from nightschool.evals.curve import (
     HELDOUT_SEED_BASE,
@@ -40,28 +39,6 @@ from nightschool.store import Store
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 TEMPLATE = "python_general.tag_index"
-
-
-def learner(seen: dict[str, Challenge], *, solves_dream: bool = True) -> ScriptedModel:
-    """Passes a challenge when shown a worked example of its own template (or a dream seed)."""
-
-    def reply(messages: Sequence[Message]) -> str:
-        system = messages[0]["content"]
-        challenge = asked(seen, messages)
-        if challenge is None:
-            return "```python\nprint('no idea')\n```"
-        # seeds are different tasks: the double "benefits" from a worked example of any
-        # rendering of its own template, shown verbatim (never another template's)
-        shown = any(
-            c.template == challenge.template and c.reference_solution.strip() in system
-            for c in seen.values()
-        )
-        good = shown or (solves_dream and challenge.seed < DREAM_SEED_LIMIT)
-        code = challenge.reference_solution if good else challenge.wrong_solution
-        lang = "bash" if challenge.solution_file.endswith(".sh") else "python"
-        return f"```{lang}\n{code}\n```"
-
-    return ScriptedModel(reply)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -257,6 +258,24 @@ def errors_to_exit_codes() -> Iterator[None]:
             "everything before it is safe."
         )
         raise typer.Exit(EXIT_CODES["interrupted"]) from None
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM (a service manager, `kill`) stops the work as Ctrl-C does.
+
+    A long measurement that keeps its finished rows on Ctrl-C keeps them on
+    SIGTERM too; the previous handler is restored on the way out.
+    """
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def open_store(settings: Settings, *, must_exist: bool = False) -> Store:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nightschool.cli._common import (
@@ -18,6 +19,7 @@ from nightschool.cli._common import (
     errors_to_exit_codes,
     open_store,
     preflight,
+    sigterm_as_interrupt,
     with_model_options,
 )
 from nightschool.cli._parallel import (
@@ -27,7 +29,7 @@ from nightschool.cli._parallel import (
     parallel_backend,
     remote_resources,
 )
-from nightschool.errors import UserError
+from nightschool.errors import EXIT_CODES, UserError
 
 
 def _split(value: str) -> list[str]:
@@ -87,6 +89,14 @@ def learning_curve(
             "Two curves, one per picker, are the frontier-weighting ablation.",
         ),
     ] = "brittle",
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Go on with the curve in --out (after Ctrl-C, SIGTERM or a crash): same "
+            "options, same NIGHTSCHOOL_HOME; measured items and dreamt cycles are kept.",
+        ),
+    ] = False,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
@@ -97,6 +107,10 @@ def learning_curve(
     Run it in a fresh home (NIGHTSCHOOL_HOME=/tmp/curve nightschool eval learning-curve ...):
     the start must be an agent that has learned nothing. With --backend ray the
     held-out solves of every measurement run as Ray tasks; the dream runs here.
+    Every measured item and dream cycle is journalled in --out as it finishes
+    (journal.jsonl); Ctrl-C or SIGTERM keeps them, and --resume goes on.
+    Exit codes: 0 done, 2 bad options, 3 model or sandbox unavailable, 4
+    unusable database, 130 interrupted (resume with --resume).
     """
     with errors_to_exit_codes(), contextlib.ExitStack() as stack:
         if ablation not in ("final", "all", "none"):
@@ -106,7 +120,7 @@ def learning_curve(
         # function-local: CLI start-up time (evals loads numpy and scipy, ~1.4 s)
         from nightschool.challenges import TIERS
         from nightschool.dream import DreamLoop
-        from nightschool.evals.curve import build_heldout, run_curve
+        from nightschool.evals.curve import CurveJournal, build_heldout, run_curve
         from nightschool.learn.frontier import check_picker, make_tracker
         from nightschool.lessons.extraction import LessonExtractor
         from nightschool.lessons.verify import PairedVerifier
@@ -122,8 +136,21 @@ def learning_curve(
         parallel = stack.enter_context(
             parallel_backend(backend, address=ray_address, workers=workers)
         )
+        journal = CurveJournal(
+            out,
+            {
+                "tiers": tier_list, "per_cell": per_cell, "seed": seed,
+                "checkpoints": checkpoints, "cycles": cycles, "minutes": minutes,
+                "ablation": ablation, "verify_k": verify_k, "frontier": frontier,
+                "model": settings.model, "base_url": settings.base_url,
+                "model_path": str(settings.model_path) if settings.model_path else None,
+                "database": settings.database_label(),
+                "temperature": settings.temperature, "max_tokens": settings.max_tokens,
+            },
+            resume=resume,
+        )  # fmt: skip
         store = open_store(settings)
-        if fresh and store.query("SELECT COUNT(*) FROM trajectories")[0][0]:
+        if fresh and not resume and store.query("SELECT COUNT(*) FROM trajectories")[0][0]:
             store.close()
             raise UserError(
                 f"{settings.database_label()} already holds trajectories; a learning curve "
@@ -149,7 +176,8 @@ def learning_curve(
                 store,
                 solver,
                 make_tracker(store, frontier, settings.home_dir()),
-                rng=random.Random(seed),
+                # a resumed dream must not replay the choices of the cycles it already ran
+                rng=random.Random(f"{seed}:{journal.cycles_done()}" if resume else seed),
                 extractor=extractor,
                 verifier=verifier,
                 exclude_templates=heldout.unseen_templates,
@@ -184,22 +212,32 @@ def learning_curve(
                     highlight=False,
                 )
 
-            curve = run_curve(
-                store=store,
-                memory=memory,
-                loop=loop,
-                eval_solver=eval_solver,
-                heldout=heldout,
-                checkpoints=checkpoints,
-                cycles_per_checkpoint=cycles,
-                minutes_per_checkpoint=minutes,
-                ablation=ablation,  # type: ignore[arg-type]
-                on_measure=on_measure,
-                on_item=on_item,
-                on_cycle=on_cycle,
-                backend=parallel,
-                resources=remote_resources(settings, sandbox.config) if parallel else None,
-            )
+            try:
+                with sigterm_as_interrupt():
+                    curve = run_curve(
+                        store=store,
+                        memory=memory,
+                        loop=loop,
+                        eval_solver=eval_solver,
+                        heldout=heldout,
+                        checkpoints=checkpoints,
+                        cycles_per_checkpoint=cycles,
+                        minutes_per_checkpoint=minutes,
+                        ablation=ablation,  # type: ignore[arg-type]
+                        on_measure=on_measure,
+                        on_item=on_item,
+                        on_cycle=on_cycle,
+                        backend=parallel,
+                        resources=remote_resources(settings, sandbox.config) if parallel else None,
+                        journal=journal,
+                    )
+            except KeyboardInterrupt:
+                err.print(
+                    "[yellow]interrupted[/]: every measured item and finished cycle is kept in "
+                    f"{escape(str(journal.path))}; go on with the same command plus --resume",
+                    highlight=False,
+                )
+                raise typer.Exit(EXIT_CODES["interrupted"]) from None
             written = curve.write(out)
         finally:
             memory.close()

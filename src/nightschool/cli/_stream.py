@@ -9,7 +9,6 @@ finished row is kept and the report written; `--resume` goes on from there).
 from __future__ import annotations
 
 import json
-import signal
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
@@ -26,6 +25,7 @@ from nightschool.cli._common import (
     errors_to_exit_codes,
     preflight,
     progress_bar,
+    sigterm_as_interrupt,
     with_model_options,
 )
 from nightschool.errors import EXIT_CODES, UserError
@@ -72,11 +72,6 @@ def _table(slices: list[SliceReport], title: str) -> Table:
             _gate(part.placebo_verdict),
         )
     return table
-
-
-def _terminate(_signum: int, _frame: object) -> None:
-    """SIGTERM (a service manager, `kill`) stops the stream as Ctrl-C does: rows kept."""
-    raise KeyboardInterrupt
 
 
 def _plain(verdict: Verdict | None) -> dict[str, object] | None:
@@ -430,13 +425,11 @@ def _run(
                     highlight=False,
                 )
 
-            previous = signal.signal(signal.SIGTERM, _terminate)
             try:
-                run_stream(tasks, run, ctx, arms=chosen, on_row=on_row, on_start=on_start)
+                with sigterm_as_interrupt():
+                    run_stream(tasks, run, ctx, arms=chosen, on_row=on_row, on_start=on_start)
             except KeyboardInterrupt:
                 interrupted = True
-            finally:
-                signal.signal(signal.SIGTERM, previous)
         slices = _write_outputs(run, title)
         Console(width=max(Console().width, 110)).print(_table(slices, title))
         for arm in EXTRA_ARMS:

@@ -33,6 +33,7 @@ from nightschool.evals._baseline import (
 from nightschool.evals._chat_pairs import chat_pairs
 from nightschool.evals._harness import DEFAULT_TIMEOUT_S, local_only, run_eval, run_task
 from nightschool.evals._inprocess import inprocess_runner
+from nightschool.evals._jsonl import append_line, read_lines
 from nightschool.evals._model import (
     AgentReply,
     EvalRun,
@@ -87,6 +88,7 @@ __all__ = [
     "TaskResult",
     "TaskTimeout",
     "ToolCallView",
+    "append_line",
     "baseline_document",
     "chat_pairs",
     "check_compatible",
@@ -99,6 +101,7 @@ __all__ = [
     "load_run",
     "local_only",
     "pass_at_1",
+    "read_lines",
     "run_eval",
     "run_eval_parallel",
     "run_task",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from nightschool.evals._curve_items import (
@@ -61,6 +61,7 @@ def measure_parallel(
     session_id: str,
     on_item: Callable[[int, int, ItemResult], None] | None = None,
     start: Measurement | None = None,
+    done: Mapping[str, ItemResult] | None = None,
 ) -> Measurement:
     """`curve.measure` with the solves on `backend` (arguments as there).
 
@@ -78,6 +79,8 @@ def measure_parallel(
         session_id: recorded on the trajectories.
         on_item: progress callback (index from 1, total, result).
         start: the `none` measurement whose results items that show nothing reuse.
+        done: results an earlier session measured (`curve.measure`): taken as
+            they are, never solved or passed to `on_item`.
 
     Raises:
         InfrastructureError: the model, sandbox or a worker failed (items
@@ -87,7 +90,12 @@ def measure_parallel(
     items = heldout.items
     before = {r.task_id: r for r in start.results} if start is not None else {}
     salt = new_id()
-    plan = [(item, shown_for(memory, heldout, item, arm)) for item in items]
+    earlier = done or {}
+    plan = [
+        (item, shown_for(memory, heldout, item, arm))
+        for item in items
+        if item.task_id not in earlier
+    ]
 
     def reused(item: HeldOutItem, shown: Recall) -> bool:
         return item.task_id in before and reusable(arm, shown)
@@ -106,7 +114,12 @@ def measure_parallel(
                 )
 
     with contextlib.closing(backend.map(solve_once, resources, jobs())) as solved:
-        for index, (item, shown) in enumerate(plan, start=1):
+        rows = iter(plan)
+        for index, item in enumerate(items, start=1):
+            if item.task_id in earlier:
+                out.results.append(earlier[item.task_id])
+                continue
+            _, shown = next(rows)
             if reused(item, shown):
                 row = dataclasses.replace(before[item.task_id], reused=True)
             else:

@@ -35,7 +35,7 @@ import csv
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -62,6 +62,7 @@ from nightschool.evals._curve_items import (
     reusable,
     shown_for,
 )
+from nightschool.evals._curve_journal import CurveJournal, DreamChunk
 from nightschool.evals._curve_parallel import measure_parallel
 from nightschool.evals._curve_plot import plot
 from nightschool.evals._model import pass_at_1
@@ -87,6 +88,7 @@ def measure(
     start: Measurement | None = None,
     backend: Backend | None = None,
     resources: Resources | None = None,
+    done: Mapping[str, ItemResult] | None = None,
 ) -> Measurement:
     """Solve every held-out item once with what `arm` allows `recall` to show.
 
@@ -111,6 +113,9 @@ def measure(
         resources: the solver's model and sandbox as an episode gets them
             (default: the solver's own; a remote backend needs
             `SettingsResources`).
+        done: task id -> result of items an earlier session measured in this
+            arm (`_curve_journal`); they are taken as they are, not solved
+            again and not passed to `on_item`.
 
     Raises:
         InfrastructureError: the model or sandbox failed (the curve stops; an
@@ -131,11 +136,16 @@ def measure(
             session_id=session_id,
             on_item=on_item,
             start=start,
+            done=done,
         )
     out = Measurement(checkpoint, dream_s, cycles, arm)
     items = heldout.items
     before = {r.task_id: r for r in start.results} if start is not None else {}
+    earlier = done or {}
     for index, item in enumerate(items, start=1):
+        if item.task_id in earlier:
+            out.results.append(earlier[item.task_id])
+            continue
         shown = shown_for(memory, heldout, item, arm)
         if item.task_id in before and reusable(arm, shown):
             row = dataclasses.replace(before[item.task_id], reused=True)
@@ -308,6 +318,7 @@ def run_curve(
     on_cycle: Callable[[int, CycleResult], None] | None = None,
     backend: Backend | None = None,
     resources: Resources | None = None,
+    journal: CurveJournal | None = None,
 ) -> Curve:
     """Measure, dream, measure again at each checkpoint.
 
@@ -331,6 +342,10 @@ def run_curve(
         backend: where held-out solves run (None: here, one after the other;
             see `measure`); the dream itself always runs here.
         resources: the eval solver's model and sandbox for `backend`.
+        journal: the run directory's journal (`_curve_journal`): every item
+            and dream cycle is written to it as it finishes, and what it
+            already holds is not measured or dreamt again (a resumed curve).
+            `curve.cycles` then holds this session's cycles only.
 
     Returns:
         The `Curve` (call `write` to save it).
@@ -345,38 +360,40 @@ def run_curve(
         raise UserError("give exactly one of cycles or minutes per checkpoint")
     notify = on_measure or (lambda _msg: None)
     curve = Curve(heldout)
+
+    def measured(
+        solver: Solver, arm: Arm, checkpoint: int, dream_s: float, cycles: int
+    ) -> Measurement:
+        done = journal.items(checkpoint, arm) if journal is not None else {}
+        if done:
+            notify(f"checkpoint {checkpoint}: arm {arm}: {len(done)} item(s) measured earlier")
+
+        def record(index: int, total: int, row: ItemResult) -> None:
+            if journal is not None:
+                journal.record_item(checkpoint, arm, row)
+            if on_item is not None:
+                on_item(index, total, row)
+
+        return measure(
+            solver, store, memory if arm != "none" else None, heldout, arm,
+            checkpoint=checkpoint, dream_s=dream_s, cycles=cycles, session_id=session_id,
+            on_item=record, start=curve.start if curve.measurements else None,
+            backend=backend, resources=resources, done=done,
+        )  # fmt: skip
+
     notify("checkpoint 0: measuring the start (nothing learned)")
-    curve.add(
-        measure(
-            eval_solver, store, None, heldout, "none",
-            checkpoint=0, dream_s=0.0, cycles=0, session_id=session_id, on_item=on_item,
-            backend=backend, resources=resources,
-        )
-    )  # fmt: skip
+    curve.add(measured(eval_solver, "none", 0, 0.0, 0))
     dream_s = 0.0
+    cycles_total = 0
     for checkpoint in range(1, checkpoints + 1):
-        notify(f"checkpoint {checkpoint}: dreaming")
-        started = time.perf_counter()
-        done = 0
-        while True:
-            if cycles_per_checkpoint is not None and done >= cycles_per_checkpoint:
-                break
-            elapsed = time.perf_counter() - started
-            if minutes_per_checkpoint is not None and elapsed >= minutes_per_checkpoint * 60:
-                break
-            cycle = loop.run_cycle()  # an InfrastructureError stops the curve
-            curve.cycles.append(cycle)
-            done += 1
-            if on_cycle is not None:
-                on_cycle(len(curve.cycles) - 1, cycle)
-        dream_s += time.perf_counter() - started
+        done, spent = _dream_chunk(
+            loop, curve, journal, checkpoint, cycles_per_checkpoint, minutes_per_checkpoint,
+            notify=notify, on_cycle=on_cycle, cycles_before=cycles_total,
+        )  # fmt: skip
+        dream_s += spent
+        cycles_total += done
         check_disjoint(heldout, practised_hashes(store))
-        arms: list[Arm] = ["both"]
-        if ablation == "all" or (ablation == "final" and checkpoint == checkpoints):
-            arms += ["lessons", "skills"]
-        if ablation != "none" and checkpoint == checkpoints:
-            arms += ["placebo", "equal_compute"]
-        for arm in arms:
+        for arm in _arms_at(checkpoint, checkpoints, ablation):
             solver = eval_solver
             if arm == "equal_compute":
                 k = equal_compute_attempts(dream_model_calls(store), len(heldout.items))
@@ -387,15 +404,66 @@ def run_curve(
                 )
                 notify(f"checkpoint {checkpoint}: equal compute is {k} attempt(s) per item")
             notify(f"checkpoint {checkpoint}: measuring arm {arm}")
-            curve.add(
-                measure(
-                    solver, store, memory, heldout, arm,
-                    checkpoint=checkpoint, dream_s=dream_s, cycles=len(curve.cycles),
-                    session_id=session_id, on_item=on_item, start=curve.start,
-                    backend=backend, resources=resources,
-                )
-            )  # fmt: skip
+            curve.add(measured(solver, arm, checkpoint, dream_s, cycles_total))
     return curve
+
+
+def _arms_at(checkpoint: int, checkpoints: int, ablation: str) -> list[Arm]:
+    """The arms measured after `checkpoint`'s dream chunk (see `run_curve`'s `ablation`)."""
+    arms: list[Arm] = ["both"]
+    if ablation == "all" or (ablation == "final" and checkpoint == checkpoints):
+        arms += ["lessons", "skills"]
+    if ablation != "none" and checkpoint == checkpoints:
+        arms += ["placebo", "equal_compute"]
+    return arms
+
+
+def _dream_chunk(
+    loop: DreamLoop,
+    curve: Curve,
+    journal: CurveJournal | None,
+    checkpoint: int,
+    cycles: int | None,
+    minutes: float | None,
+    *,
+    notify: Callable[[str], None],
+    on_cycle: Callable[[int, CycleResult], None] | None,
+    cycles_before: int,
+) -> tuple[int, float]:
+    """Dream `checkpoint`'s chunk (`cycles` cycles or `minutes` of whole cycles).
+
+    A chunk the journal holds as finished is not dreamt again; one it holds in
+    part goes on from its journalled cycles and seconds. Each finished cycle is
+    appended to `curve.cycles` and journalled.
+
+    Returns:
+        (cycles, wall seconds) of the whole chunk, earlier sessions included.
+    """
+    chunk = journal.chunk(checkpoint) if journal is not None else DreamChunk()
+    done, spent = chunk.cycles, chunk.seconds
+    if chunk.done:
+        notify(f"checkpoint {checkpoint}: dreamt earlier ({done} cycle(s))")
+        return done, spent
+    notify(
+        f"checkpoint {checkpoint}: dreaming"
+        + (f" (going on after {done} cycle(s), {spent / 60:.1f} min)" if done else "")
+    )
+    while not (
+        (cycles is not None and done >= cycles) or (minutes is not None and spent >= minutes * 60)
+    ):
+        started = time.perf_counter()
+        cycle = loop.run_cycle()  # an InfrastructureError stops the curve
+        seconds = time.perf_counter() - started
+        curve.cycles.append(cycle)
+        done += 1
+        spent += seconds
+        if journal is not None:
+            journal.record_cycle(checkpoint, cycle, seconds)
+        if on_cycle is not None:
+            on_cycle(cycles_before + done - 1, cycle)
+    if journal is not None:
+        journal.record_chunk_done(checkpoint)
+    return done, spent
 
 
 __all__ = [
@@ -403,6 +471,8 @@ __all__ = [
     "DREAM_SEED_LIMIT",
     "HELDOUT_SEED_BASE",
     "Curve",
+    "CurveJournal",
+    "DreamChunk",
     "HeldOut",
     "HeldOutItem",
     "ItemResult",

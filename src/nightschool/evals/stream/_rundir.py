@@ -10,12 +10,12 @@ the same settings; a line cut by a crash mid-write is asked again.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from nightschool.errors import UserError
+from nightschool.evals._jsonl import append_line, read_lines
 
 FORMAT_VERSION = 1
 """Version of `meta.json` and of the rows."""
@@ -142,19 +142,14 @@ class StreamRun:
         return self.directory / "memory.db"
 
     def _read_rows(self) -> list[StreamRow]:
-        if not self.rows_path.exists():
-            return []
         rows: list[StreamRow] = []
-        lines = self.rows_path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+        for number, record in enumerate(read_lines(self.rows_path), start=1):
             try:
-                rows.append(StreamRow(**json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                if number == len(lines):  # a line cut by a crash mid-write: asked again
-                    break
-                raise UserError(f"{self.rows_path} line {number} is unreadable ({exc})") from exc
+                rows.append(StreamRow(**record))
+            except TypeError as exc:
+                raise UserError(
+                    f"{self.rows_path} row {number} is not a stream row ({exc})"
+                ) from exc
         return rows
 
     def done(self) -> set[tuple[str, str]]:
@@ -164,10 +159,7 @@ class StreamRun:
     def append(self, row: StreamRow) -> None:
         """Write `row` as one line and fsync it; a crash loses at most the row being written."""
         self.rows.append(row)
-        with self.rows_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(asdict(row), sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_line(self.rows_path, asdict(row))
 
 
 def start_memory_from(run: StreamRun, source: Path) -> None:
