@@ -864,6 +864,51 @@ def test_resample_arm_draws_the_same_request_again_only_after_a_failed_public_te
     assert again.seed != original.seed
 
 
+def test_resample2_draws_a_third_time_only_where_the_second_draw_failed_too(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import EXTRA_ARMS, SECOND_CHANCE_ARMS, resample_solver
+
+    right = "def evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
+    asked: list[str] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        text = messages[-1]["content"]
+        asked.append(text)
+        if "def evens(" in text and asked.count(text) == 3:  # the third draw of evens
+            return f"```python\n{right}```"
+        return _reply(messages)
+
+    model = ScriptedModel(reply)
+    run = StreamRun(tmp_path / "run", _settings(TASKS))
+    ctx, store = _context(tmp_path, model, sandbox)
+    ctx.resample_solver = resample_solver(ctx.solver)
+    try:
+        with pytest.raises(UserError, match="run the resample arm first"):
+            run_stream(TASKS, run, ctx, arms=("no_memory", "resample2"))
+        with pytest.raises(ValueError, match=r"needs StreamContext\.resample2_solver"):
+            run_stream(TASKS, run, ctx, arms=("no_memory", "resample", "resample2"))
+        ctx.resample2_solver = resample_solver(ctx.solver, draw=2)
+        rows = run_stream(TASKS, run, ctx, arms=("no_memory", "resample", "resample2"))
+    finally:
+        store.close()
+    assert "resample2" in EXTRA_ARMS and "resample2" in SECOND_CHANCE_ARMS
+    by = {(r.task_id, r.arm): r for r in rows}
+    for name in ("mbpp_total", "mbpp_biggest", "mbpp_spread"):  # the resample answer stands
+        row, prior = by[(name, "resample2")], by[(name, "resample")]
+        assert row.reused and (row.passed, row.model_calls) == (prior.passed, prior.model_calls)
+    evens, prior = by[("mbpp_evens", "resample2")], by[("mbpp_evens", "resample")]
+    assert not prior.public_passed and not prior.passed  # the second draw failed too
+    assert evens.passed and not evens.reused and evens.model_calls == 3
+    assert evens.tokens > prior.tokens
+    draws = [c for c in model.calls if "def evens(" in c.messages[-1]["content"]]
+    assert len(draws) == 3 and draws[2].messages == draws[0].messages
+    assert draws[2].temperature == pytest.approx(draws[0].temperature + 2 * 0.35)
+    assert len({c.seed for c in draws}) == 3
+    with pytest.raises(ValueError, match="draw 1 or later"):
+        resample_solver(ctx.solver, draw=0)
+
+
 def _sc_row(position: int, arm: str, passed: bool, public: bool, calls: int = 1) -> StreamRow:
     return StreamRow(position, f"t{position}", arm, passed, public, "", 100, 0, model_calls=calls)
 

@@ -268,7 +268,8 @@ def stream(
             "later over a finished run with --resume --arms curated,fixed; retry (equal "
             "compute: no memory, a failed public test buys a second attempt); static (two "
             "of the bank's reference solutions for every task, nothing learned); resample "
-            "(after no_memory: a failed public test buys a fresh draw of the same request).",
+            "(after no_memory: a failed public test buys a fresh draw of the same request); "
+            "resample2 (after resample: where that draw failed its public test too, a third).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -392,6 +393,7 @@ def _run(
             extractor,
             retry_solver=retry_solver(solver),
             resample_solver=resample_solver(solver),
+            resample2_solver=resample_solver(solver, draw=2),
         )
         title = f"{suite} stream · order {order_seed} · {chat_model.name}"
         done = run.done()

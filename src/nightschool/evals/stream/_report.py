@@ -253,12 +253,12 @@ class SecondChanceLine:
     prompt, seed and temperature whatever the no-memory answer did), so an arm
     that answered every task gives this policy's result exactly: its own answer
     where the no-memory answer failed its public test, the no-memory answer
-    elsewhere (`derived`). The `retry` and `resample` arms run that way.
+    elsewhere (`derived`). The `retry`, `resample` and `resample2` arms run that way.
 
     Attributes:
         arm: the arm whose answer is the second one.
         derived: read from an arm that answered every task (False: `retry`,
-            `resample`, which answer again only after a failure).
+            `resample`, `resample2`, which answer again only after a failure).
         second: tasks where a second answer was taken.
         versus_none: the policy against the no-memory arm (its model calls
             count both answers where there were two).

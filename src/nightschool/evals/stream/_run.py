@@ -51,12 +51,14 @@ from nightschool.solver import Solver, SolveResult
 from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
-Arm = Literal["no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample"]
+Arm = Literal[
+    "no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample", "resample2"
+]
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static", "resample")
+EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static", "resample", "resample2")
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
 by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
@@ -65,9 +67,11 @@ arm (`retry`: no memory, a failed public test buys one more attempt); the
 static arm (`_static`: two of the bank's reference solutions, the same for every
 task, nothing learned); and the resample arm (no memory, a failed public test
 buys one fresh draw of the very same request: a second chance with nothing
-shown, the bar for "show something after a failure", see `second_chance`)."""
+shown, the bar for "show something after a failure", see `second_chance`); and
+`resample2`, a third draw where the resample arm's answer failed its public
+test too (after the resample arm; its answer otherwise)."""
 
-SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample")
+SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample", "resample2")
 """Arms that answer a task again only when the no-memory answer failed its public
 test, and otherwise keep that answer."""
 
@@ -102,6 +106,8 @@ class StreamContext:
             cannot run.
         resample_solver: the `resample` arm's solver (`resample_solver`); None:
             the arm cannot run.
+        resample2_solver: the `resample2` arm's solver (`resample_solver(...,
+            draw=2)`); None: the arm cannot run.
     """
 
     solver: Solver
@@ -111,6 +117,7 @@ class StreamContext:
     extractor: LessonExtractor | None = None
     retry_solver: Solver | None = None
     resample_solver: Solver | None = None
+    resample2_solver: Solver | None = None
 
 
 def retry_solver(solver: Solver) -> Solver:
@@ -126,17 +133,28 @@ def retry_solver(solver: Solver) -> Solver:
     return Solver(solver.model, solver.sandbox, config)
 
 
-def resample_solver(solver: Solver) -> Solver:
-    """`solver`'s second draw of the same request (the `resample` arm).
+def resample_solver(solver: Solver, draw: int = 1) -> Solver:
+    """`solver`'s `draw`-th fresh draw of the same request (the `resample` arms).
 
-    One attempt at the temperature and with the seed the solver's own second
-    attempt would use (`temperature + temperature_step`, capped; seed salt + 1),
-    the prompt unchanged: no failing program, no checker output, nothing shown.
-    It is what a second model call buys without any memory or feedback.
+    One attempt at the temperature and with the seed the solver's own attempt
+    `draw + 1` would use (`temperature + draw * temperature_step`, capped at
+    `max_temperature`, never below the base; seed salt + `draw`), the prompt
+    unchanged: no failing program, no checker output, nothing shown. It is
+    what another model call buys without any memory or feedback: `draw` 1 is
+    the `resample` arm (0.55 with the defaults), 2 the `resample2` arm (0.9).
+
+    Raises:
+        ValueError: `draw` < 1.
     """
+    if draw < 1:
+        raise ValueError("a redraw is draw 1 or later")
     cfg = solver.config
-    hotter = max(cfg.temperature, min(cfg.temperature + cfg.temperature_step, cfg.max_temperature))
-    config = cfg.model_copy(update={"max_attempts": 1, "temperature": hotter, "seed": cfg.seed + 1})
+    hotter = max(
+        cfg.temperature, min(cfg.temperature + draw * cfg.temperature_step, cfg.max_temperature)
+    )
+    config = cfg.model_copy(
+        update={"max_attempts": 1, "temperature": hotter, "seed": cfg.seed + draw}
+    )
     return Solver(solver.model, solver.sandbox, config)
 
 
@@ -224,6 +242,10 @@ def _solve(ctx: StreamContext, task: StreamTask, arm: Arm, shown: Recall) -> Ans
         if ctx.resample_solver is None:
             raise ValueError("the resample arm needs StreamContext.resample_solver")
         solver = ctx.resample_solver
+    elif arm == "resample2":
+        if ctx.resample2_solver is None:
+            raise ValueError("the resample2 arm needs StreamContext.resample2_solver")
+        solver = ctx.resample2_solver
     result = solver.solve(
         challenge,
         session_id=f"stream-{arm}",
@@ -282,6 +304,8 @@ def answer(
         UserError: the resample arm asked before the no-memory arm answered the task.
     """
     started = time.perf_counter()
+    if arm == "resample2":
+        return _third_draw(ctx, task, rows, started)
     # the no-memory answer of an earlier session (this process's is `unaided`)
     first = next((r for r in rows if r.task_id == task.task_id and r.arm == "no_memory"), None)
     if arm == "resample" and unaided is None and first is None:
@@ -363,6 +387,49 @@ def answer(
         learned_note=note[:200],
         model_calls=calls,
         reused=reused,
+        duration_s=round(time.perf_counter() - started, 2),
+    )
+    return row, done
+
+
+def _third_draw(
+    ctx: StreamContext, task: StreamTask, rows: Sequence[StreamRow], started: float
+) -> tuple[StreamRow, Answer | None]:
+    """The `resample2` arm: the resample arm's answer, or a third draw where it failed too.
+
+    Its model calls and tokens include the resample row's (which include the
+    no-memory answer's): the policy answers, checks, redraws, checks, redraws.
+
+    Raises:
+        UserError: the resample arm has not answered `task` yet.
+    """
+    prior = next((r for r in rows if r.task_id == task.task_id and r.arm == "resample"), None)
+    if prior is None:
+        raise UserError(
+            f"the resample2 arm is a third draw after the resample arm, which {task.task_id} "
+            "does not have yet",
+            hint="run the resample arm first (--arms no_memory,resample,resample2)",
+        )
+    if prior.public_passed:
+        return dataclasses.replace(prior, arm="resample2", reused=True, duration_s=0.0), None
+    done = _solve(ctx, task, "resample2", Recall())
+    result = done.result
+    row = StreamRow(
+        position=prior.position,
+        task_id=task.task_id,
+        arm="resample2",
+        passed=done.passed,
+        public_passed=result.passed,
+        hidden_error=done.error[:300],
+        tokens=result.trajectory.tokens_in + result.trajectory.tokens_out + prior.tokens,
+        added_tokens=0,
+        lessons_shown=[],
+        skills_shown=[],
+        learned="",
+        learned_id="",
+        learned_note="",
+        model_calls=result.model_calls + prior.model_calls,
+        reused=False,
         duration_s=round(time.perf_counter() - started, 2),
     )
     return row, done
