@@ -1,0 +1,147 @@
+"""What a stream's failed public tests were: the headroom of each kind of mechanism.
+
+Reads a stream run's own trajectories (`RUN/memory.db`; the public test's
+checker line is stored with each attempt: "public test failed: <assert>; got
+<value>", "public test raised NameError: ...", "solution.py failed to load:
+...") and sorts every failed public test of one arm into classes:
+
+- `wrong value`: the answer returned a value of the expected type, but another
+  value (the model misread or mis-solved the task);
+- `wrong type`: it returned another type than the test expects (a list for a
+  tuple, an int for a float, a generator, True for 'Valid'): a convention an
+  environment fact or strategy item could carry to later tasks;
+- `missing import`: NameError on a standard-library module (math, re, ...);
+- `error: <class>`: any other exception;
+- `load error`: the program does not load (a syntax error, ...);
+- `no code` / `other`.
+
+Then, for each class, how many the arms given in `--against` (default
+`resample`) turned into hidden-test passes. No model call; the figures come
+from what the stream recorded. Hidden tests are never read here.
+
+Usage:
+    .venv/bin/python bench/bench_failure_classes.py bench/results/stream-mbpp-order0-n200
+    .venv/bin/python bench/bench_failure_classes.py RUN --arm no_memory --against resample,memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+from nightschool.evals import read_lines
+
+STDLIB_MODULES = frozenset(sys.stdlib_module_names)
+_FAILED = re.compile(r"public test failed: (?P<test>assert .*); got (?P<got>.*)$", re.DOTALL)
+
+
+def _literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _Unreadable(text.strip())
+
+
+class _Unreadable:
+    """A repr `literal_eval` cannot read (`<generator object ...>`, a class instance)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _expected(test: str) -> object | None:
+    """The literal an `assert <call> == <literal>[, message]` compares with (None: not one)."""
+    try:
+        node = ast.parse(test).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+        return None
+    if not isinstance(node.test.ops[0], ast.Eq):
+        return None
+    want = _literal(ast.unparse(node.test.comparators[0]))
+    return None if isinstance(want, _Unreadable) else want
+
+
+def classify(error: str) -> str:
+    """The class of one checker line (see the module docstring)."""
+    if not error:
+        return "no code"
+    match = _FAILED.search(error)
+    if match:
+        want = _expected(match["test"])
+        if want is None:
+            return "wrong value"  # not `assert f(...) == <literal>`: the value is what differs
+        got = _literal(match["got"])
+        if isinstance(got, _Unreadable) or type(want) is not type(got):
+            return "wrong type"
+        return "wrong value"
+    if "failed to load" in error:
+        return "load error"
+    raised = re.search(r"public test raised (\w+): (.*)", error)
+    if raised:
+        name = re.search(r"name '(\w+)' is not defined", raised[2])
+        if raised[1] == "NameError" and name and name[1] in STDLIB_MODULES:
+            return "missing import"
+        return f"error: {raised[1]}"
+    if "defines no function" in error:
+        return "no function"
+    return "other"
+
+
+def _checker_lines(database: Path, arm: str) -> dict[str, str]:
+    """Task template -> the last attempt's checker line, for `arm`'s failed public tests."""
+    lines: dict[str, str] = {}
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        for (record,) in db.execute(
+            "SELECT record FROM trajectories WHERE session_id = ?", (f"stream-{arm}",)
+        ):
+            trajectory = json.loads(record)
+            calls = [c for c in trajectory["tool_calls"] if c["name"] == "run_solution"]
+            template = trajectory["extra"].get("template", "")
+            if calls and calls[-1].get("result") != "passed":
+                lines[template] = str(calls[-1].get("error") or "")
+            elif not calls:
+                lines[template] = ""
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a stream run directory")
+    parser.add_argument("--arm", default="no_memory", help="whose failed public tests")
+    parser.add_argument("--against", default="resample", help="arms to count repairs of")
+    args = parser.parse_args()
+    rows = read_lines(args.run / "rows.jsonl")
+    mine = {r["task_id"]: r for r in rows if r["arm"] == args.arm}
+    failed = [r for r in mine.values() if not r["public_passed"]]
+    lines = _checker_lines(args.run / "memory.db", args.arm)
+    others = [a for a in args.against.split(",") if a]
+    by_arm = {a: {r["task_id"]: r for r in rows if r["arm"] == a} for a in others}
+    classes: dict[str, list[str]] = collections.defaultdict(list)
+    for row in failed:
+        line = next((v for k, v in lines.items() if k.endswith(row["task_id"])), None)
+        classes["(no trajectory)" if line is None else classify(line)].append(row["task_id"])
+    print(f"{args.run}: arm {args.arm}, {len(mine)} tasks, {len(failed)} failed public tests")
+    header = f"{'class':<22} {'tasks':>5} {'share':>6}"
+    header += "".join(f" {a + ' fixed':>16}" for a in others)
+    print(header)
+    for name, tasks in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+        line = f"{name:<22} {len(tasks):>5} {len(tasks) / max(len(failed), 1):>6.0%}"
+        for arm in others:
+            got = [by_arm[arm].get(t) for t in tasks]
+            fixed = sum(1 for r in got if r is not None and r["passed"])
+            answered = sum(1 for r in got if r is not None)
+            line += f" {f'{fixed}/{answered}':>16}"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
