@@ -44,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy.stats import rankdata
 
+from nightschool.errors import UserError
 from nightschool.learn._checkpoint import (
     CheckpointError,
     PrmParams,
@@ -66,8 +67,12 @@ from nightschool.trajectory import Trajectory
 __all__ = ["NotEnoughDataError", "PrmConfig", "PrmReport", "learn_prm", "train_prm"]
 
 
-class NotEnoughDataError(CheckpointError):
-    """Too few labelled trajectories, or only one outcome, to train or measure a PRM."""
+class NotEnoughDataError(UserError):
+    """Too few labelled trajectories, or only one outcome, to train or measure a PRM.
+
+    A `UserError` (exit code 2), not a `CheckpointError`: nothing is wrong with a
+    checkpoint; every `except CheckpointError` guards a checkpoint load only.
+    """
 
 
 class PrmConfig(BaseModel):
