@@ -210,6 +210,39 @@ def test_a_redraw_that_fails_too_keeps_the_first_reply_and_fails_the_turn(
     assert "fails the request's own example" in stored.failure_reason
 
 
+def test_a_second_redraw_comes_only_after_the_first_failed_too(
+    make: Callable[..., ChatPipeline],
+) -> None:
+    also_wrong = "```python\ndef count_evens(xs):\n    return 0\n```"
+    model = ScriptedModel([WRONG, also_wrong, RIGHT])
+    result = make(model, example_redraws=2).handle([user(REQUEST)], session_id="s")
+    assert result.reply == RIGHT
+    record = result.trajectory.extra["examples"]
+    assert record["redraw"] == "fixed" and record["redraws"] == 2 and record["repaired"]
+    assert record["first_reply"] == WRONG and result.trajectory.n_steps == 3
+    first, second, third = model.calls
+    assert second.messages == third.messages  # the same request each time, nothing shown
+    assert second.temperature == pytest.approx(first.temperature + REDRAW_TEMPERATURE_STEP)
+    assert third.temperature == pytest.approx(first.temperature + 2 * REDRAW_TEMPERATURE_STEP)
+    assert len({first.seed, second.seed, third.seed}) == 3
+    # a first redraw that passes ends it: no third call
+    model = ScriptedModel([WRONG, RIGHT, "never used"])
+    fixed = make(model, example_redraws=2).handle([user(REQUEST)], session_id="t")
+    assert fixed.reply == RIGHT and len(model.calls) == 2
+    assert fixed.trajectory.extra["examples"]["redraws"] == 1
+
+
+def test_redraws_out_of_range_are_refused() -> None:
+    from nightschool.agent import AgentConfig
+    from nightschool.agent._types import MAX_EXAMPLE_REDRAWS
+    from nightschool.errors import UserError
+
+    with pytest.raises(UserError, match="example_redraws"):
+        AgentConfig(example_redraws=MAX_EXAMPLE_REDRAWS + 1)
+    with pytest.raises(UserError, match="example_redraws"):
+        AgentConfig(example_redraws=-1)
+
+
 def test_redraw_off_runs_the_examples_and_asks_nothing(
     make: Callable[..., ChatPipeline],
 ) -> None:

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from nightschool.agent._leak import code_blocks, fenced_blocks, follow_up_call
+from nightschool.agent._types import MAX_EXAMPLE_REDRAWS
 from nightschool.agent.loop import TurnRun
 from nightschool.errors import InfrastructureError
 from nightschool.llm import ChatModel, Message
@@ -227,27 +228,29 @@ def check_examples(
     window: Sequence[Message],
     *,
     client_system: str,
-    redraw: bool,
+    redraws: int,
     temperature: float,
     max_tokens: int,
     timeout_s: float = EXAMPLE_TIMEOUT_S,
 ) -> dict[str, Any] | None:
-    """Run the request's examples against a finished turn's code; redraw once if they fail.
+    """Run the request's examples against a finished turn's code; redraw if they fail.
 
     Args:
         model: the agent's model.
         sandbox: runs the examples (a fresh workspace, never the session's).
-        run: the step loop's result; its reply is replaced when the redraw's
-            code passes, and the call is added to its `n_steps`, tokens,
-            `model_s` and `finish_reasons`. A model fault during the redraw is
+        run: the step loop's result; its reply is replaced when a redraw's
+            code passes, and each call is added to its `n_steps`, tokens,
+            `model_s` and `finish_reasons`. A model fault during a redraw is
             put in `infrastructure_error` (not raised); the first reply stays.
         window: the conversation the loop was given, without its system
             prompt (the request last).
         client_system: the client's own system messages joined ("" if none).
-        redraw: False: only run and record the examples (`redraw: off`).
-        temperature: the turn's temperature (the redraw adds
-            `REDRAW_TEMPERATURE_STEP`, capped at 1.0).
-        max_tokens: completion cap of the redraw, tokens.
+        redraws: redraws at most after a failure, each only when the one
+            before failed too (0: only run and record the examples, `redraw:
+            off`). Redraw k is hotter by k x `REDRAW_TEMPERATURE_STEP`
+            (capped at 1.0) and has a seed of its own.
+        temperature: the turn's temperature.
+        max_tokens: completion cap of each redraw, tokens.
         timeout_s: limit of each examples run, seconds.
 
     Returns:
@@ -255,14 +258,18 @@ def check_examples(
         empty, the request states no example, or the reply holds no code); else
         the record for `extra["examples"]`: `examples` (how many), `passed`
         (the first reply passed them all), and after a failure `error`,
-        `redraw` (`RedrawStatus`) and `repaired` (the reply the user gets passes);
-        a kept redraw also records the reply it replaced (`first_reply`), so
-        one run also scores the answer the user would have had without the
-        check (`bench/bench_examples_check.py`).
+        `redraw` (`RedrawStatus`: of the last redraw made), `redraws` (how many
+        were made) and `repaired` (the reply the user gets passes); a kept
+        redraw also records the reply it replaced (`first_reply`), so one run
+        also scores the answer the user would have had without the check
+        (`bench/bench_examples_check.py`).
 
     Raises:
         SandboxFaultError: the sandbox could not start a run.
+        ValueError: `redraws` outside 0..`MAX_EXAMPLE_REDRAWS`.
     """
+    if not 0 <= redraws <= MAX_EXAMPLE_REDRAWS:
+        raise ValueError(f"redraws must be 0 to {MAX_EXAMPLE_REDRAWS}")
     if run.infrastructure_error is not None or run.aborted or not run.reply.strip():
         return None
     if not window or window[-1]["role"] != "user":
@@ -277,30 +284,31 @@ def check_examples(
     if passed:
         return record
     record.update({"error": error, "redraw": "off", "repaired": False})
-    if not redraw:
-        return record
     digest = hashlib.sha256(request.encode()).digest()
-    try:
-        text = follow_up_call(
-            model,
-            run,
-            window,
-            client_system=client_system,
-            temperature=min(temperature + REDRAW_TEMPERATURE_STEP, max(1.0, temperature)),
-            max_tokens=max_tokens,
-            seed=int.from_bytes(digest[:4], "big"),
-        )
-    except InfrastructureError:
-        record["redraw"] = "unavailable"
-        return record
-    redrawn = None if text is None else _program(request, _code(text))
-    if text is None or redrawn is None:
-        record["redraw"] = "no code"
-        return record
-    fixed, after = run_examples(sandbox, redrawn, examples, timeout_s)
-    if not fixed:
+    for draw in range(1, redraws + 1):
+        record["redraws"] = draw
+        hotter = min(temperature + draw * REDRAW_TEMPERATURE_STEP, max(1.0, temperature))
+        try:
+            text = follow_up_call(
+                model,
+                run,
+                window,
+                client_system=client_system,
+                temperature=hotter,
+                max_tokens=max_tokens,
+                seed=int.from_bytes(digest[4 * (draw - 1) : 4 * draw], "big"),
+            )
+        except InfrastructureError:
+            record["redraw"] = "unavailable"
+            return record
+        redrawn = None if text is None else _program(request, _code(text))
+        if text is None or redrawn is None:
+            record["redraw"] = "no code"
+            continue
+        fixed, after = run_examples(sandbox, redrawn, examples, timeout_s)
+        if fixed:
+            record.update({"redraw": "fixed", "repaired": True, "first_reply": run.reply})
+            run.reply = run.final_response = text
+            return record
         record.update({"redraw": "still fails", "error_after": after})
-        return record
-    record.update({"redraw": "fixed", "repaired": True, "first_reply": run.reply})
-    run.reply = run.final_response = text
     return record

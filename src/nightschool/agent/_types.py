@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from nightschool.errors import UserError
 from nightschool.trajectory import ToolCall, Trajectory
 
+MAX_EXAMPLE_REDRAWS = 8
+"""Most redraws `AgentConfig.example_redraws` allows: each takes four bytes of the
+request's SHA-256 as its seed, so eight have seeds of their own."""
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -42,6 +46,9 @@ class AgentConfig:
             the redraw only when it passes (`agent._examples`: the only arm the
             MBPP stream promoted, +6 points). False still runs and records them
             (`extra["examples"]`), without the redraw.
+        example_redraws: redraws at most when the examples fail (each only
+            after the one before failed too), with `check_examples` on; 0 to
+            `MAX_EXAMPLE_REDRAWS`.
         ask_for_missing_code: when the request asks for code to be written and
             the final reply has none (the run's output, a placeholder), make one
             more direct call asking for the code, kept only when it has code
@@ -62,6 +69,7 @@ class AgentConfig:
     verifier_max_tokens: int = 120
     repair_tool_leaks: bool = True
     check_examples: bool = True
+    example_redraws: int = 1
     ask_for_missing_code: bool = True
 
     def __post_init__(self) -> None:
@@ -76,6 +84,7 @@ class AgentConfig:
             "max_tool_output_chars": self.max_tool_output_chars >= 100,
             "history_chars": self.history_chars >= 100,
             "verifier_max_tokens": self.verifier_max_tokens >= 16,
+            "example_redraws": 0 <= self.example_redraws <= MAX_EXAMPLE_REDRAWS,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -289,7 +289,7 @@ class ChatPipeline:
                     run,
                     window,
                     client_system=client_system,
-                    redraw=cfg.check_examples,
+                    redraws=cfg.example_redraws if cfg.check_examples else 0,
                     temperature=temperature,
                     max_tokens=max_tokens,
                 )
