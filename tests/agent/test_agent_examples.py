@@ -1,4 +1,4 @@
-"""The request's own examples run against a chat reply's code, and the one redraw."""
+"""The request's own examples run against a chat reply's code, and the redraws."""
 
 from __future__ import annotations
 
@@ -197,11 +197,12 @@ def test_a_redraw_that_fails_too_keeps_the_first_reply_and_fails_the_turn(
     make: Callable[..., ChatPipeline], store: Store
 ) -> None:
     also_wrong = "```python\ndef count_evens(xs):\n    return 0\n```"
-    model = ScriptedModel([WRONG, also_wrong])
+    model = ScriptedModel([WRONG, also_wrong, also_wrong])
     result = make(model).handle([user(REQUEST)], session_id="s")
     assert result.reply == WRONG
     record = result.trajectory.extra["examples"]
     assert record["redraw"] == "still fails" and not record["repaired"]
+    assert record["redraws"] == 2 and len(model.calls) == 3  # the default: two at most
     assert "first_reply" not in record  # the user has the first reply
     assert record["error_after"].startswith("AssertionError")
     stored = store.get_trajectory(result.trajectory.id)
@@ -230,6 +231,11 @@ def test_a_second_redraw_comes_only_after_the_first_failed_too(
     fixed = make(model, example_redraws=2).handle([user(REQUEST)], session_id="t")
     assert fixed.reply == RIGHT and len(model.calls) == 2
     assert fixed.trajectory.extra["examples"]["redraws"] == 1
+    # one redraw at most when asked for one
+    model = ScriptedModel([WRONG, also_wrong, "never used"])
+    once = make(model, example_redraws=1).handle([user(REQUEST)], session_id="u")
+    assert once.reply == WRONG and len(model.calls) == 2
+    assert once.trajectory.extra["examples"]["redraws"] == 1
 
 
 def test_redraws_out_of_range_are_refused() -> None:
@@ -256,7 +262,7 @@ def test_redraw_off_runs_the_examples_and_asks_nothing(
 def test_a_redraw_without_code_keeps_the_first_reply(
     make: Callable[..., ChatPipeline],
 ) -> None:
-    model = ScriptedModel([WRONG, "I cannot help with that."])
+    model = ScriptedModel([WRONG, "I cannot help with that.", "Nor can I."])
     result = make(model).handle([user(REQUEST)], session_id="s")
     assert result.reply == WRONG
     assert result.trajectory.extra["examples"]["redraw"] == "no code"

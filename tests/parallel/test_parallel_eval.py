@@ -105,8 +105,8 @@ def test_eval_run_on_ray_equals_the_local_backend(
         code, out = invoke(*common, *model, "--backend", "ray", "--workers", "2")
         assert code == 0, out
     # once per backend, nothing retried; a `return None` answer fails its prompt's doctests,
-    # so the agent asks that request once more (`agent._examples`), on both backends alike
-    assert script.requests == {0: 2, 1: 4, 2: 2, 3: 4}
+    # so the agent asks that request twice more (`agent._examples`), on both backends alike
+    assert script.requests == {0: 2, 1: 6, 2: 2, 3: 6}
     with Store.open(_isolated_home / "nightschool.db") as store:
         remote, local = list_runs(store)
         assert (remote.config["backend"], remote.config["workers"]) == ("ray", 2)

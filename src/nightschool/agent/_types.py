@@ -48,7 +48,10 @@ class AgentConfig:
             (`extra["examples"]`), without the redraw.
         example_redraws: redraws at most when the examples fail (each only
             after the one before failed too), with `check_examples` on; 0 to
-            `MAX_EXAMPLE_REDRAWS`.
+            `MAX_EXAMPLE_REDRAWS`. 2: on the MBPP stream a third draw where
+            the second failed its public test too repaired 9 more tasks than
+            one redraw (145 vs 136 of 200, 9 wins / 0 losses, p = 0.002;
+            `resample2` arm), at 1.54 model calls per task against 1.30.
         ask_for_missing_code: when the request asks for code to be written and
             the final reply has none (the run's output, a placeholder), make one
             more direct call asking for the code, kept only when it has code
@@ -69,7 +72,7 @@ class AgentConfig:
     verifier_max_tokens: int = 120
     repair_tool_leaks: bool = True
     check_examples: bool = True
-    example_redraws: int = 1
+    example_redraws: int = 2
     ask_for_missing_code: bool = True
 
     def __post_init__(self) -> None:

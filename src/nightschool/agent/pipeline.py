@@ -26,8 +26,9 @@ Order of one `handle` call (seed 002, "real-time loop closure"):
    `extra["tool_leak"]`). A request to write code answered without code is
    asked once more for the code (`agent._missing_code`, `extra["missing_code"]`).
    Examples the request states are run against the
-   reply's code; a failure buys one redraw of the request, kept only when it
-   passes (`agent._examples`, `extra["examples"]`).
+   reply's code; a failure buys up to two redraws of the request (the second
+   only after the first failed too), one kept only when it passes
+   (`agent._examples`, `extra["examples"]`).
 4. Outcome heuristics (`unknown` → `failed` only), then the verifier when tools
    ran; a confident REFUTED fails the turn and retracts lessons the turn wrote.
 5. Record: the redacted trajectory, lesson and skill exposures and outcome
