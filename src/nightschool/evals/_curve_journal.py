@@ -101,22 +101,28 @@ class CurveJournal:
 
     def _load(self, number: int, record: dict[str, Any]) -> None:
         try:
-            event, checkpoint = record["event"], int(record["checkpoint"])
-            if event == "item":
-                result = ItemResult(**record["result"])
-                self._items.setdefault((checkpoint, record["arm"]), {})[result.task_id] = result
-            elif event == "cycle":
-                chunk = self.chunk(checkpoint)
-                self._chunks[checkpoint] = DreamChunk(
-                    chunk.cycles + 1, chunk.seconds + float(record["seconds"])
-                )
-            elif event == "chunk":
-                chunk = self.chunk(checkpoint)
-                self._chunks[checkpoint] = DreamChunk(chunk.cycles, chunk.seconds, done=True)
-            else:
-                raise ValueError(f"unknown event {event!r}")
+            self._apply(record)
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{self.path} line {number} is not a curve event ({exc})") from exc
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        """Update the state by one event (the one place events are read, loaded or new)."""
+        event, checkpoint = record["event"], int(record["checkpoint"])
+        chunk = self.chunk(checkpoint)
+        if event == "item":
+            result = ItemResult(**record["result"])
+            self._items.setdefault((checkpoint, record["arm"]), {})[result.task_id] = result
+        elif event == "cycle":
+            seconds = chunk.seconds + float(record["seconds"])
+            self._chunks[checkpoint] = DreamChunk(chunk.cycles + 1, seconds)
+        elif event == "chunk":
+            self._chunks[checkpoint] = DreamChunk(chunk.cycles, chunk.seconds, done=True)
+        else:
+            raise ValueError(f"unknown event {event!r}")
+
+    def _record(self, record: dict[str, Any]) -> None:
+        self._apply(record)
+        append_line(self.path, record)
 
     @property
     def started(self) -> bool:
@@ -137,18 +143,13 @@ class CurveJournal:
 
     def record_item(self, checkpoint: int, arm: str, result: ItemResult) -> None:
         """Journal one measured item (fsynced)."""
-        self._items.setdefault((checkpoint, arm), {})[result.task_id] = result
-        append_line(
-            self.path,
-            {"event": "item", "checkpoint": checkpoint, "arm": arm, "result": asdict(result)},
+        self._record(
+            {"event": "item", "checkpoint": checkpoint, "arm": arm, "result": asdict(result)}
         )
 
     def record_cycle(self, checkpoint: int, cycle: CycleResult, seconds: float) -> None:
         """Journal one finished dream cycle of `checkpoint`'s chunk (fsynced)."""
-        chunk = self.chunk(checkpoint)
-        self._chunks[checkpoint] = DreamChunk(chunk.cycles + 1, chunk.seconds + seconds)
-        append_line(
-            self.path,
+        self._record(
             {
                 "event": "cycle",
                 "checkpoint": checkpoint,
@@ -156,11 +157,9 @@ class CurveJournal:
                 "tier": cycle.tier,
                 "passed": cycle.passed,
                 "seconds": round(seconds, 3),
-            },
+            }
         )
 
     def record_chunk_done(self, checkpoint: int) -> None:
         """Journal that `checkpoint`'s dream chunk is finished (fsynced)."""
-        chunk = self.chunk(checkpoint)
-        self._chunks[checkpoint] = DreamChunk(chunk.cycles, chunk.seconds, done=True)
-        append_line(self.path, {"event": "chunk", "checkpoint": checkpoint})
+        self._record({"event": "chunk", "checkpoint": checkpoint})
