@@ -82,6 +82,7 @@ from nightschool.agent.tools import (
 from nightschool.agent.verifier import Verifier, VerifierVerdict, apply_verdict
 from nightschool.errors import InfrastructureError, SandboxFaultError, UserError
 from nightschool.feedback import apply_chat_outcome_heuristics, classify_correction
+from nightschool.learn.chat_router import ChatRoute
 from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel, Message
 from nightschool.playbook import (
@@ -98,7 +99,7 @@ from nightschool.trajectory import Correction, Outcome, Trajectory, new_id
 
 if TYPE_CHECKING:
     from nightschool.browser import BrowserSessions
-    from nightschool.learn.chat_router import ChatRoute, ChatRouter
+    from nightschool.learn.chat_router import ChatRouter
 
 logger = logging.getLogger("nightschool.agent")
 
@@ -500,8 +501,6 @@ class ChatPipeline:
         """How this turn is answered: the router's route, or `full` without one."""
         if self.router is not None:
             return self.router.route(request)
-        from nightschool.learn.chat_router import ChatRoute
-
         return ChatRoute("full", "no chat router")
 
     def _retrieve(self, request: str) -> tuple[list[RetrievedLesson], list[RetrievedLesson]]:

@@ -231,23 +231,38 @@ def check_calls(
         stdout, stderr = proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         stdout, timed_out = _text(exc.stdout), True
-    records = _records(stdout)
+    late = f"{timeout_s:g} s (an endless loop, or waiting for something?)" if timed_out else ""
+    _check_records(_records(stdout), spec, solution_file, stderr, late)
+    passed()
+
+
+def _check_records(
+    records: dict[Any, dict[str, Any]],
+    spec: dict[str, Any],
+    solution_file: str,
+    stderr: str,
+    late: str,
+) -> None:
+    """Fail at the first case of `spec` that the child's `records` show wrong or missing.
+
+    Shared by `check_calls` and `_checklib_web.check_web_calls`. `late` is ""
+    when the child finished in time, else what follows "did not return within"
+    (the limit and a likely cause); `stderr` is the child's, shown when it
+    stopped before a case's record.
+    """
     if "import" in records:
         fail(_import_problem(records["import"], solution_file, spec["func"]))
+    cases = spec["cases"]
     for index, case in enumerate(cases):
         record = records.get(index)
         if record is None:
-            if timed_out:
-                fail(
-                    f"{_clip(case['call'])} did not return within {timeout_s:g} s "
-                    "(an endless loop, or waiting for something?)"
-                )
+            if late:
+                fail(f"{_clip(case['call'])} did not return within {late}")
             tail = stderr.strip()[-400:] or "(nothing on stderr)"
             fail(f"{_clip(case['call'])} stopped the checker; the end of its stderr:\n{tail}")
         problem = _case_problem(case, record, spec.get("tol", 1e-9))
         if problem:
             fail(f"{problem} (test {index + 1} of {len(cases)})")
-    passed()
 
 
 def _lines_problem(got_text: str, expected: list[str]) -> str | None:

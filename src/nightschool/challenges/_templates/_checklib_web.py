@@ -18,9 +18,7 @@ if TYPE_CHECKING:  # in a validator these names come from the two libraries abov
     from nightschool.challenges._templates._checklib import _show, fail
     from nightschool.challenges._templates._checklib_starter import (
         _HARNESS,
-        _case_problem,
-        _clip,
-        _import_problem,
+        _check_records,
         _records,
         _text,
     )
@@ -145,23 +143,12 @@ def check_web_calls(
         out, err = proc.communicate()
     finally:
         _kill(proc)
-    stdout, stderr = _text(out), _text(err)
-    records = _records(stdout)
-    if "import" in records:
-        fail(_import_problem(records["import"], solution_file, spec["func"]))
-    for index, case in enumerate(cases):
-        record = records.get(index)
-        if record is None:
-            if timed_out:
-                fail(
-                    f"{_clip(case['call'])} did not return within {timeout_s:g} s "
-                    "(all the calls together; waiting for an element that never came?)"
-                )
-            tail = stderr.strip()[-400:] or "(nothing on stderr)"
-            fail(f"{_clip(case['call'])} stopped the checker; the end of its stderr:\n{tail}")
-        problem = _case_problem(case, record, spec.get("tol", 1e-9))
-        if problem:
-            fail(f"{problem} (test {index + 1} of {len(cases)})")
+    late = (
+        f"{timeout_s:g} s (all the calls together; waiting for an element that never came?)"
+        if timed_out
+        else ""
+    )
+    _check_records(_records(_text(out)), spec, solution_file, _text(err), late)
 
 
 def site_record() -> list[dict[str, Any]]:

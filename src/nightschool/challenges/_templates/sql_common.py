@@ -11,8 +11,10 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from nightschool.challenges._templates._kit import Parts, select, sqlite_setup, stdout_validator
 
 HOW = (
     "Use Python's `sqlite3` module (SQL does most of the work; window functions such as "
@@ -106,3 +108,31 @@ def describe_rows(columns: Sequence[str], csv: bool) -> str:
             f"`{','.join(upper)}` (commas, no spaces)"
         )
     return f"lines `{' '.join(upper)}` (values separated by one space)"
+
+
+def sql_parts(
+    prompt: str,
+    database: tuple[str, str, Mapping[str, Sequence[Sequence[Any]]]],
+    expected: list[str],
+    source: str,
+    ref: set[str],
+    wrong: set[str],
+) -> Parts:
+    """The `Parts` of one program task of the cluster.
+
+    Args:
+        prompt: the task as the model reads it (`_kit.prompt`).
+        database: (file name, schema, rows per table) of the SQLite file the
+            setup script creates (`_kit.sqlite_setup`).
+        expected: the lines the solution must print (`_kit.stdout_validator`).
+        source: the annotated reference program (`_kit.select` keeps its lines).
+        ref: the features of the reference solution.
+        wrong: the features of the near miss (`wrong_solution`).
+    """
+    return Parts(
+        prompt=prompt,
+        setup_script=sqlite_setup(*database),
+        validation_script=stdout_validator(expected),
+        reference_solution=select(source, ref),
+        wrong_solution=select(source, wrong),
+    )

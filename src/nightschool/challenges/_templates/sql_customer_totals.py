@@ -20,9 +20,6 @@ from nightschool.challenges._templates._kit import (
     TemplateBase,
     near_miss,
     prompt,
-    select,
-    sqlite_setup,
-    stdout_validator,
     twists,
     variant,
 )
@@ -32,6 +29,7 @@ from nightschool.challenges._templates.sql_common import (
     rejects,
     same_lines,
     separated,
+    sql_parts,
     table,
 )
 from nightschool.challenges._templates.starters import sql as starters
@@ -227,12 +225,11 @@ class CustomerTotals(TemplateBase):
             "the same line order.",
         ]
         source = _SHOP_SOLUTION.replace("<HEADER>", ",".join(_columns(ref)))
-        return Parts(
-            prompt=prompt(task, inputs, output, rules, level),
-            setup_script=sqlite_setup(
-                "shop.db", _SHOP_SCHEMA, {"customers": customers, "orders": orders}
-            ),
-            validation_script=stdout_validator(_shop(customers, orders, ref)),
-            reference_solution=select(source, ref),
-            wrong_solution=select(source, wrong),
+        return sql_parts(
+            prompt(task, inputs, output, rules, level),
+            ("shop.db", _SHOP_SCHEMA, {"customers": customers, "orders": orders}),
+            _shop(customers, orders, ref),
+            source,
+            ref,
+            wrong,
         )

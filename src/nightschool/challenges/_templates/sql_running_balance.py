@@ -19,13 +19,16 @@ from nightschool.challenges._templates._kit import (
     TemplateBase,
     near_miss,
     prompt,
-    select,
-    sqlite_setup,
-    stdout_validator,
     twists,
     variant,
 )
-from nightschool.challenges._templates.sql_common import HOW, rejects, same_lines, separated
+from nightschool.challenges._templates.sql_common import (
+    HOW,
+    rejects,
+    same_lines,
+    separated,
+    sql_parts,
+)
 from nightschool.challenges._templates.starters import sql as starters
 
 GRAINS = ("g_txn", "g_day", "g_month")
@@ -249,12 +252,11 @@ class RunningBalance(TemplateBase):
             "0 or more to below 0.",
         ]
         source = _BALANCE_SOLUTION.replace("<OWNER>", owner)
-        return Parts(
-            prompt=prompt(task, inputs, _output(tags, owner), rules, level),
-            setup_script=sqlite_setup(
-                "bank.db", _BANK_SCHEMA, {"accounts": accounts, "txns": txns}
-            ),
-            validation_script=stdout_validator(_balances(accounts, txns, owner, ref)),
-            reference_solution=select(source, ref),
-            wrong_solution=select(source, wrong),
+        return sql_parts(
+            prompt(task, inputs, _output(tags, owner), rules, level),
+            ("bank.db", _BANK_SCHEMA, {"accounts": accounts, "txns": txns}),
+            _balances(accounts, txns, owner, ref),
+            source,
+            ref,
+            wrong,
         )

@@ -20,9 +20,6 @@ from nightschool.challenges._templates._kit import (
     TemplateBase,
     near_miss,
     prompt,
-    select,
-    sqlite_setup,
-    stdout_validator,
     twists,
     variant,
 )
@@ -32,6 +29,7 @@ from nightschool.challenges._templates.sql_common import (
     rejects,
     same_lines,
     separated,
+    sql_parts,
     table,
 )
 from nightschool.challenges._templates.starters import sql as starters
@@ -251,12 +249,11 @@ class TopProduct(TemplateBase):
         ]
         source = _STORE_SOLUTION.replace("<FIRST>", window[0]).replace("<LAST>", window[1])
         source = source.replace("<HEADER>", ",".join(_columns(ref)))
-        return Parts(
-            prompt=prompt(task, inputs, output, rules, level),
-            setup_script=sqlite_setup(
-                "store.db", _STORE_SCHEMA, {"products": products, "sales": sales}
-            ),
-            validation_script=stdout_validator(_store(products, sales, window, ref)),
-            reference_solution=select(source, ref),
-            wrong_solution=select(source, wrong),
+        return sql_parts(
+            prompt(task, inputs, output, rules, level),
+            ("store.db", _STORE_SCHEMA, {"products": products, "sales": sales}),
+            _store(products, sales, window, ref),
+            source,
+            ref,
+            wrong,
         )
