@@ -42,6 +42,7 @@ from nightschool.evals.stream import (
     StreamTask,
     ablation,
     compare_arms,
+    first_draw,
     hidden_program,
     load_suite,
     report,
@@ -159,6 +160,31 @@ def print_second_chance(run: StreamRun) -> None:
         )
 
 
+def print_first_draw(run: StreamRun) -> None:
+    """Each arm as the first of at most three draws, vs resample2's three plain draws."""
+    lines = first_draw(run.rows)
+    if not lines:
+        return
+    print(
+        f"\nfirst draw (the arm's answer; where its public test fails, the no-memory answer, "
+        f"then the resample draw: at most 3 draws, as resample2; Holm over {len(lines)})"
+    )
+    print(f"{'arm':<10} {'n':>4} {'redrawn':>7} {'pass@1':>14} {'resample2':>14} {'W/L':>7} "
+          f"{'p':>8} {'Holm p':>8} {'promoted':>8} {'calls/task':>10} {'vs':>5}")  # fmt: skip
+    for line in lines:
+        c = line.versus_resample2
+        mine, theirs = c.figures[line.arm], c.figures["resample2"]
+        p = "-" if c.verdict.p_value is None else f"{c.verdict.p_value:.2g}"
+        holm = "-" if line.holm_p is None else f"{line.holm_p:.2g}"
+        print(
+            f"{line.arm:<10} {mine.total:>4} {line.redrawn:>7} "
+            f"{mine.passed:>4} ({mine.pass_at_1:6.1%}) {theirs.passed:>4} ({theirs.pass_at_1:6.1%}) "
+            f"{c.wins:>3}/{c.losses:<3} {p:>8} {holm:>8} {'yes' if line.promoted else 'no':>8} "
+            f"{mine.model_calls / max(mine.total, 1):>10.2f} "
+            f"{theirs.model_calls / max(theirs.total, 1):>5.2f}"
+        )
+
+
 def show(directory: Path, sandbox: Sandbox) -> None:
     run = _open(directory)
     settings = run.settings
@@ -197,6 +223,7 @@ def show(directory: Path, sandbox: Sandbox) -> None:
             )
     print_ablation(run)
     print_second_chance(run)
+    print_first_draw(run)
     for arm in arms:
         mine = [r for r in run.rows if r.arm == arm]
         calls = sum(r.model_calls for r in mine)

@@ -95,6 +95,17 @@ def test_stream_writes_table_csv_png_and_resumes(
         assert list(lines) == ["placebo", "memory", "curated", "resample"]
         assert all(line["second_answers"] == 0 and line["wins"] == 0 for line in lines.values())
         assert lines["resample"]["model_calls"] == 3 and not lines["resample"]["derived"]
+        assert summary["first_draw"] == []  # no resample2 arm yet: nothing to compare with
+        # resample2 over the same run: each arm as the first of three draws, against it
+        third = nightschool(*args, "--base-url", url, "--resume", "--arms", "resample2",
+                            home=home)  # fmt: skip
+        assert third.returncode == 0, third.stderr
+        summary = json.loads((out / "report.json").read_text())
+        first = {line["arm"]: line for line in summary["first_draw"]}
+        assert list(first) == ["placebo", "memory", "curated"]
+        assert all(line["base"] == "resample2" and line["resample2_passed"] == 3
+                   for line in first.values())  # fmt: skip
+        assert all(line["passed"] == 3 and line["redrawn"] == 0 for line in first.values())
 
 
 def _started_with_two_rows(

@@ -117,13 +117,13 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
 def _versus_none(
     arm: str, versus: ArmComparison, holm_p: float | None, promoted: bool
 ) -> dict[str, object]:
-    """An ablation or second-chance line's figures against no memory, as JSON values."""
+    """A table line's figures against its base arm (`<base>_passed`), as JSON values."""
     mine = versus.figures[arm]
     return {
         "arm": arm,
         "tasks": mine.total,
         "passed": mine.passed,
-        "no_memory_passed": versus.figures["no_memory"].passed,
+        f"{versus.base}_passed": versus.figures[versus.base].passed,
         "wins": versus.wins,
         "losses": versus.losses,
         "p_value": versus.verdict.p_value,
@@ -138,6 +138,7 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
     from nightschool.evals.stream import (
         EXTRA_ARMS,
         ablation,
+        first_draw,
         plot,
         report,
         second_chance,
@@ -186,6 +187,14 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
                 else [line.versus_resample.wins, line.versus_resample.losses],
             }
             for line in second_chance(run.rows)
+        ],
+        "first_draw": [
+            {
+                **_versus_none(line.arm, line.versus_resample2, line.holm_p, line.promoted),
+                "base": "resample2",
+                "redrawn": line.redrawn,
+            }
+            for line in first_draw(run.rows)
         ],
     }
     path = run.directory / "report.json"

@@ -16,6 +16,8 @@
 - `second_chance` reads each arm as the second answer of a task whose
   no-memory answer failed its public test (the no-memory answer kept
   otherwise), against the resample arm's plain second draw.
+- `first_draw` reads each arm as the first of at most three draws (then the
+  plain ones), against `resample2`'s three plain draws: the bar at equal draws.
 - `report` gives pass@1 per arm on the whole stream and each half, with the
   promotion gate's paired verdict; `write_csv` and `plot` write the files.
 
@@ -30,6 +32,7 @@ from nightschool.evals.stream._data import (
     load_mbpp,
     load_suite,
 )
+from nightschool.evals.stream._first_draw import FirstDrawLine, first_draw
 from nightschool.evals.stream._fixed import FIXED_K, fixed_recall
 from nightschool.evals.stream._report import (
     AblationLine,
@@ -88,6 +91,7 @@ __all__ = [
     "Arm",
     "ArmComparison",
     "ArmFigures",
+    "FirstDrawLine",
     "SecondChanceLine",
     "SliceReport",
     "StreamContext",
@@ -101,6 +105,7 @@ __all__ = [
     "compare_arms",
     "curated_recall",
     "fetch_mbpp_sdist",
+    "first_draw",
     "fixed_recall",
     "hidden_program",
     "load_mbpp",
