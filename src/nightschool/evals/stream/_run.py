@@ -233,19 +233,14 @@ class Answer:
 
 def _solve(ctx: StreamContext, task: StreamTask, arm: Arm, shown: Recall) -> Answer:
     challenge = challenge_for(task)
-    solver = ctx.solver
-    if arm == "retry":
-        if ctx.retry_solver is None:
-            raise ValueError("the retry arm needs StreamContext.retry_solver")
-        solver = ctx.retry_solver
-    elif arm == "resample":
-        if ctx.resample_solver is None:
-            raise ValueError("the resample arm needs StreamContext.resample_solver")
-        solver = ctx.resample_solver
-    elif arm == "resample2":
-        if ctx.resample2_solver is None:
-            raise ValueError("the resample2 arm needs StreamContext.resample2_solver")
-        solver = ctx.resample2_solver
+    own: dict[str, Solver | None] = {
+        "retry": ctx.retry_solver,
+        "resample": ctx.resample_solver,
+        "resample2": ctx.resample2_solver,
+    }
+    solver = own.get(arm, ctx.solver)
+    if solver is None:
+        raise ValueError(f"the {arm} arm needs StreamContext.{arm}_solver")
     result = solver.solve(
         challenge,
         session_id=f"stream-{arm}",
