@@ -11,15 +11,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.evals._cli import SCRIPT, start_until
 
-SCRIPT = Path(sys.executable).with_name("nightschool")
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 ARGS = [
     "eval", "learning-curve", "--tiers", "starter", "--per-cell", "1", "--checkpoints", "1",
@@ -50,20 +48,7 @@ def test_ctrl_c_keeps_the_journal_and_resume_finishes_the_curve(
     home, out = tmp_path / "home", tmp_path / "curve"
     args = [*ARGS, "--out", str(out)]
     with openai_stub(_wrong, delay_s=0.2) as url:
-        env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
-        proc = subprocess.Popen(
-            [str(SCRIPT), *args, "--base-url", url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        journal = out / "journal.jsonl"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and len(journal.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.1)
+        proc = start_until([*args, "--base-url", url], home, out / "journal.jsonl", 3, 300)
         try:
             stderr = interrupt(proc)
         finally:

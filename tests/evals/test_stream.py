@@ -817,22 +817,27 @@ def test_dream_then_stream_fixed_arm_shows_the_homes_verified_exemplars_only(
     assert fixed and all(r.skills_shown == [verified] for r in fixed)  # never the unverified one
 
 
-def test_resample_arm_draws_the_same_request_again_only_after_a_failed_public_test(
-    tmp_path: Path, sandbox: Sandbox
-) -> None:
-    from nightschool.evals.stream import EXTRA_ARMS, SECOND_CHANCE_ARMS, resample_solver
-
+def _evens_right_at_draw(draw: int) -> ScriptedModel:
+    """`_reply`, but the `draw`-th time the evens task is asked the answer is right."""
     right = "def evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
     asked: list[str] = []
 
     def reply(messages: list[dict[str, Any]]) -> str:
         text = messages[-1]["content"]
         asked.append(text)
-        if "def evens(" in text and asked.count(text) == 2:  # the second draw of evens
+        if "def evens(" in text and asked.count(text) == draw:
             return f"```python\n{right}```"
         return _reply(messages)
 
-    model = ScriptedModel(reply)
+    return ScriptedModel(reply)
+
+
+def test_resample_arm_draws_the_same_request_again_only_after_a_failed_public_test(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    from nightschool.evals.stream import EXTRA_ARMS, SECOND_CHANCE_ARMS, resample_solver
+
+    model = _evens_right_at_draw(2)
     run = StreamRun(tmp_path / "run", _settings(TASKS))
     ctx, store = _context(tmp_path, model, sandbox)
     try:
@@ -869,17 +874,7 @@ def test_resample2_draws_a_third_time_only_where_the_second_draw_failed_too(
 ) -> None:
     from nightschool.evals.stream import EXTRA_ARMS, SECOND_CHANCE_ARMS, resample_solver
 
-    right = "def evens(xs):\n    return sum(1 for x in xs if x % 2 == 0)\n"
-    asked: list[str] = []
-
-    def reply(messages: list[dict[str, Any]]) -> str:
-        text = messages[-1]["content"]
-        asked.append(text)
-        if "def evens(" in text and asked.count(text) == 3:  # the third draw of evens
-            return f"```python\n{right}```"
-        return _reply(messages)
-
-    model = ScriptedModel(reply)
+    model = _evens_right_at_draw(3)
     run = StreamRun(tmp_path / "run", _settings(TASKS))
     ctx, store = _context(tmp_path, model, sandbox)
     ctx.resample_solver = resample_solver(ctx.solver)

@@ -7,17 +7,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.evals._cli import SCRIPT, start_until
 
 from nightschool.evals._humaneval import load_problems
 
-SCRIPT = Path(sys.executable).with_name("nightschool")
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 REFERENCE = {p.task_id: p for p in load_problems()}
 
@@ -112,21 +110,8 @@ def _started_with_two_rows(
     args: list[str], url: str, home: Path, out: Path
 ) -> tuple[subprocess.Popen[str], Path]:
     """The stream command started against `url`, once its first two rows are written."""
-    env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
-    proc = subprocess.Popen(
-        [str(SCRIPT), *args, "--base-url", url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
     rows = out / "rows.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if rows.exists() and len(rows.read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.1)
-    return proc, rows
+    return start_until([*args, "--base-url", url], home, rows, 2, 120), rows
 
 
 @needs_bwrap
