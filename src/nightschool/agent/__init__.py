@@ -7,7 +7,9 @@ playbook lessons and worked examples (skills), rewrites a reply whose code
 uses the agent's own tool names (`find_tool_leaks`), runs the examples a request
 states (`request_examples`) and redraws once on a failure, checks the turn (outcome
 heuristics, verifier), records a redacted trajectory, and learns in real time when the user
-corrects the previous answer. Importing this package loads no model and starts no thread.
+corrects the previous answer. `verify_chat_lesson` re-solves a chat lesson's own request
+with and without it, judged by the request's examples (`chat_lesson_candidates`).
+Importing this package loads no model and starts no thread.
 """
 
 from nightschool.agent._examples import request_examples
@@ -20,6 +22,12 @@ from nightschool.agent._leak import (
 )
 from nightschool.agent._request import CORRECTION_CACHE_SIZE, reply_fingerprint, session_dir_name
 from nightschool.agent._types import AgentConfig, BackgroundResult, CorrectionEvent, TurnResult
+from nightschool.agent._verify_chat import (
+    CHAT_VERIFY_K,
+    ChatVerification,
+    chat_lesson_candidates,
+    verify_chat_lesson,
+)
 from nightschool.agent.loop import (
     NATIVE_SYSTEM_PROMPT,
     PROGRAMS_NOTE,
@@ -55,6 +63,7 @@ from nightschool.agent.verifier import (
 )
 
 __all__ = [
+    "CHAT_VERIFY_K",
     "CORRECTION_CACHE_SIZE",
     "LEAK_NOTE",
     "NATIVE_SYSTEM_PROMPT",
@@ -68,6 +77,7 @@ __all__ = [
     "AgentConfig",
     "BackgroundResult",
     "ChatPipeline",
+    "ChatVerification",
     "CorrectionEvent",
     "LeakSite",
     "ParsedToolCall",
@@ -83,6 +93,7 @@ __all__ = [
     "blob_correction",
     "build_system_prompt",
     "build_verifier_prompt",
+    "chat_lesson_candidates",
     "conversation_window",
     "detect_blob",
     "find_tool_leaks",
@@ -95,4 +106,5 @@ __all__ = [
     "run_steps",
     "session_dir_name",
     "uses_native_tools",
+    "verify_chat_lesson",
 ]

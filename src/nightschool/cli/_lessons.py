@@ -203,6 +203,65 @@ def show_lesson(lesson_id: Annotated[str, typer.Argument(help="Lesson id.")]) ->
             console.print(f"[bold]verification[/]     {verification}", highlight=False)
 
 
+@lessons_app.command("verify-chat")
+@with_model_options
+def verify_chat(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Verify at most this many lessons.")
+    ] = 5,
+    k: Annotated[
+        int,
+        typer.Option(
+            "--k", min=6, max=20, help="Pairs per lesson (2 model calls each; the gate needs 6)."
+        ),
+    ] = 6,
+    model_choice: ModelChoice = NO_MODEL_CHOICE,
+) -> None:
+    """Verify lessons from chat turns whose request states examples, on that request.
+
+    Each lesson's request is answered k times with the lesson and k times without,
+    each reply's code run against the request's examples in the sandbox; the
+    pairs go through the promotion gate. A verified lesson is shown to later chat
+    turns; the verdict either way is stored (`lessons show`). Exit codes: 0 done,
+    2 bad options, 3 model or sandbox unavailable, 4 unusable database.
+    """
+    with errors_to_exit_codes():
+        # function-local: CLI start-up time (the agent and the playbook load numpy, ~300 ms)
+        from nightschool.agent import chat_lesson_candidates, verify_chat_lesson
+        from nightschool.llm import check_model, make_model
+        from nightschool.playbook import SkillMemory
+        from nightschool.sandbox import Sandbox
+
+        settings = model_choice.settings()
+        store = open_store(settings, must_exist=True)
+        try:
+            memory = SkillMemory(store)
+            candidates = chat_lesson_candidates(memory, store)
+            err.print(
+                f"{len(candidates)} chat lesson(s) with a request that states examples wait "
+                f"for verification; doing {min(limit, len(candidates))}, {k} pairs each"
+            )
+            if not candidates:
+                return
+            with err.status("checking the model ..."):
+                chat_model = make_model(settings)
+                check_model(chat_model)
+            sandbox = Sandbox()
+            for lesson, request, examples in candidates[:limit]:
+                with err.status(f"{lesson.id}: {k} pairs ..."):
+                    done = verify_chat_lesson(
+                        chat_model, sandbox, memory, lesson, request, examples, k=k
+                    )
+                p = "-" if done.p_value is None else f"{done.p_value:.3g}"
+                err.print(
+                    f"{lesson.id} {'verified' if done.verified else 'not verified'}: solved "
+                    f"{sum(done.with_lesson)}/{k} with it, {sum(done.without)}/{k} without "
+                    f"(exact p = {p}; {len(examples)} example(s))"
+                )
+        finally:
+            store.close()
+
+
 @lessons_app.command("retract")
 def retract_lessons(
     trajectory: Annotated[

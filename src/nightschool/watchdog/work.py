@@ -36,6 +36,9 @@ REFLECTION_LIMIT = 5
 """Failed trajectories reflected on per reflection phase."""
 SKILLS_LIMIT = 2
 """Unfinished skill verifications retried per skills phase."""
+CHAT_LESSONS_LIMIT = 2
+"""Chat lessons verified on their turn's examples per skills phase (12 model calls each,
+`agent.verify_chat_lesson`)."""
 SELFPLAY_ENTRY_GAP_S = 1800.0
 """Self-play writes a diary entry at most every this many seconds (times the
 scale), or when interrupted: one line per 5-180 s cycle would drown the diary."""
@@ -213,6 +216,47 @@ class NightschoolWork:
         )
 
     def _skills(self) -> PhaseResult:
+        """Verify waiting skills (fresh renderings), then chat lessons (their turn's examples)."""
+        # function-local: start-up time (the agent and the gate load scipy, ~1.2 s)
+        from nightschool.agent import chat_lesson_candidates
+
+        if not self.verify_k:
+            return PhaseResult("skipped", "verification is off (verify_k 0)")
+        chats = chat_lesson_candidates(self.playbook, self.store)[:CHAT_LESSONS_LIMIT]
+        checked, verified = self._verify_skills()
+        if not checked and not chats:
+            return PhaseResult("skipped", "no skill or chat lesson waiting for verification")
+        chat_verified = sum(self._verify_chat(*found) for found in chats)
+        return PhaseResult(
+            "ok",
+            f"verified {verified} of {checked} skill(s), {chat_verified} of {len(chats)} "
+            "chat lesson(s)",
+            {
+                "checked": checked,
+                "verified": verified,
+                "chat_checked": len(chats),
+                "chat_verified": chat_verified,
+            },
+        )
+
+    def _verify_chat(self, lesson: Any, request: str, examples: list[str]) -> bool:
+        """One chat lesson re-solved on its turn's request with and without it (stored)."""
+        # function-local: as `_skills`' (start-up time)
+        from nightschool.agent import verify_chat_lesson
+
+        done = verify_chat_lesson(
+            self.model,
+            self.sandbox,
+            self.playbook,
+            lesson,
+            request,
+            examples,
+            max_tokens=self.max_tokens,
+        )
+        return done.verified
+
+    def _verify_skills(self) -> tuple[int, int]:
+        """(skills checked, skills verified) of at most `SKILLS_LIMIT` waiting ones."""
         # function-local: start-up time (lessons.verify loads the gate's scipy, ~1.2 s)
         from nightschool.challenges import templates
         from nightschool.lessons.skills import verify_skill
@@ -225,8 +269,8 @@ class NightschoolWork:
             for s in self.playbook.list(kind="skill", verified=False)
             if "verification" not in (s.extra or {}) and s.template in bank and s.tier
         ][:SKILLS_LIMIT]
-        if not waiting or not self.verify_k:
-            return PhaseResult("skipped", "no skill waiting for verification")
+        if not waiting:
+            return 0, 0
         solver = Solver(
             self.model,
             self.sandbox,
@@ -243,11 +287,7 @@ class NightschoolWork:
                 )
             self.playbook.set_verified(skill.id, verification.helps, verification.record())
             verified += int(verification.helps)
-        return PhaseResult(
-            "ok",
-            f"verified {verified} of {len(waiting)} skill(s)",
-            {"checked": len(waiting), "verified": verified},
-        )
+        return len(waiting), verified
 
     def _retrain(self) -> PhaseResult:
         """Retrain the PRM and the routers: `nightschool learn prm|router|chat-router`."""
