@@ -224,6 +224,22 @@ def test_a_starter_validator_reports_a_missing_function_and_a_crash(sandbox: San
 
 
 @needs_browser
+@pytest.mark.parametrize("name", ["web_automation.form_fill", "web_automation.table_scan"])
+def test_a_starter_solution_may_import_playwright_as_models_write_it(
+    sandbox: Sandbox, name: str
+) -> None:
+    # The default model's first line for a "Playwright page" function is almost always
+    # this import (every one of its 6 starter answers in bench_web); the checker imports
+    # the solution with the workspace off sys.path, so the shim must be reachable anyway.
+    challenge = render(name, "starter", 3)
+    typed = "from playwright.sync_api import Page, TimeoutError, sync_playwright\n\n"
+    good = evaluate(sandbox, challenge, typed + challenge.reference_solution)
+    assert good.passed, good.feedback
+    wrong = evaluate(sandbox, challenge, typed + challenge.wrong_solution)
+    assert not wrong.passed and "playwright" not in wrong.feedback.lower(), wrong.feedback
+
+
+@needs_browser
 def test_a_solved_web_challenge_keeps_its_final_page_in_the_trajectory(sandbox: Sandbox) -> None:
     challenge = render("web_automation.form_fill", "basic", 4)
     model = ScriptedModel([f"```python\n{challenge.reference_solution}```"])

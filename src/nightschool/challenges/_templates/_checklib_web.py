@@ -32,6 +32,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 WEB_SOLUTION_TIMEOUT_S = 12.0
 _BRIDGE_IN, _BRIDGE_OUT = (int(p) for p in os.environ.get("NS_BRIDGE_FDS", "0,1").split(","))
@@ -125,6 +126,11 @@ def check_web_calls(
         "calls": [case["call"] for case in cases],
         "checks": [[expr for expr, _note in case.get("checks", [])] for case in cases],
     }
+    # The harness imports the solution with the workspace off sys.path (so it cannot
+    # shadow the standard library); a solution's own `from playwright.sync_api import
+    # Page` must still find the workspace's shim, so the shim alone goes on the path.
+    shim = tempfile.mkdtemp(prefix="ns-playwright-")
+    os.symlink(os.path.abspath("playwright"), os.path.join(shim, "playwright"))
     proc = subprocess.Popen(
         [sys.executable, "-c", _HARNESS],
         stdin=subprocess.PIPE,
@@ -132,7 +138,7 @@ def check_web_calls(
         stderr=subprocess.PIPE,
         pass_fds=(_BRIDGE_IN, _BRIDGE_OUT),
         start_new_session=True,
-        env=dict(os.environ, MALLOC_ARENA_MAX="2"),
+        env=dict(os.environ, MALLOC_ARENA_MAX="2", PYTHONPATH=shim),
     )
     timed_out = False
     try:
