@@ -102,7 +102,8 @@ def model_rows(
                   f"{result.infrastructure_error}", flush=True)  # fmt: skip
             continue
         row = {"template": name, "tier": tier, "seed": seed, "model": model_name,
-               "passed": result.passed, "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+               "passed": result.passed, "seconds": round(time.perf_counter() - started, 1),
+               "why": (result.trajectory.failure_reason or "")[-300:]}  # fmt: skip
         with out.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
             handle.flush()
