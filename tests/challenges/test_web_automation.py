@@ -168,6 +168,11 @@ with sync_playwright() as p:
         print("timeout", type(exc).__name__)
     png = page.screenshot(path="shot.png")
     print(png[:4] == b"\\x89PNG", os.path.getsize("shot.png") == len(png))
+    # the element-handle API models write: query_selector(_all), wait_for_selector's element
+    handles = page.query_selector_all("li.row")
+    first = page.query_selector("li.row")
+    print(len(handles), handles[2].text_content(), first.inner_text(), page.query_selector("#none"))
+    print(page.wait_for_selector("ul").query_selector("li.row >> nth=1").text_content())
     page.get_by_role("button", name="Buy now").click()
     print(page.inner_text("#ok"), page.url.endswith("/done"))
     browser.close()
@@ -176,7 +181,8 @@ with sync_playwright() as p:
     lines = out.split("|")
     assert lines[0] == "3 ['alpha', 'beta', 'gamma'] beta gamma"
     assert lines[1] == "Shop True 0"
-    assert lines[2:] == ["True", "timeout TimeoutError", "True True", "Bought True"]
+    assert lines[2:4] == ["True", "timeout TimeoutError"]
+    assert lines[4:] == ["True True", "3 gamma alpha None", "beta", "Bought True"]
     posts = [h for h in record if h["method"] == "POST"]
     sent = [["qty", "3"], ["note", "ring twice"], ["colour", "t"], ["gift", "yes"]]
     assert [p["form"] for p in posts] == [sent]

@@ -14,11 +14,14 @@ Supported: `sync_playwright()` (a context manager, or `.start()`/`.stop()`),
 `browser.new_context().new_page()`, `browser.close()`; on a `Page`: `goto`,
 `url`, `click`, `dblclick` (one click), `fill`, `type`, `press`,
 `select_option`, `check`/`uncheck` (a click when the state differs),
-`is_checked`, `wait_for_selector`, `inner_text`, `text_content`, `locator`,
+`is_checked`, `wait_for_selector` (returns the element), `query_selector`,
+`query_selector_all`, `inner_text`, `text_content`, `locator`,
 `get_by_label`, `get_by_text`, `get_by_role`, `get_by_placeholder`,
 `screenshot`, `wait_for_timeout`, `wait_for_load_state`, `title`, `close`; a
 `Locator` has the element methods plus `count`, `nth`, `first`, `last`, `all`,
-`all_inner_texts`, `all_text_contents`, `locator`.
+`all_inner_texts`, `all_text_contents`, `locator`, `query_selector`,
+`query_selector_all`; an element handle (`ElementHandle`) is a `Locator` of
+one match.
 A failed call raises `Error` (`TimeoutError` for a time-out).
 """
 
@@ -34,6 +37,7 @@ from typing import Any
 __all__ = [
     "Browser",
     "BrowserContext",
+    "ElementHandle",
     "Error",
     "Locator",
     "Page",
@@ -216,6 +220,14 @@ class Locator:
         """Elements inside these whose text is `text`."""
         return self.locator(f"internal:text={_quote(text, exact)}")
 
+    def query_selector(self, selector: str) -> Locator | None:
+        """The first element matching `selector` inside the first of these, or None."""
+        return self.first.locator(selector).first if self.first.locator(selector).count() else None
+
+    def query_selector_all(self, selector: str) -> list[Locator]:
+        """Every element matching `selector` inside the first of these (at most 50)."""
+        return self.first.locator(selector).all()
+
     def get_by_role(self, role: str, *, name: str | None = None, exact: bool = False) -> Locator:
         """Elements inside these with ARIA `role` (and accessible `name`)."""
         named = f"[name={_quote(name, exact)}]" if name is not None else ""
@@ -318,9 +330,25 @@ class Page:
         """Whether the checkbox or radio button matching `selector` is ticked."""
         return self.locator(selector).is_checked(**options)
 
-    def wait_for_selector(self, selector: str, *, state: str = "visible", **_options: Any) -> None:
-        """Wait until an element matching `selector` is in `state`."""
+    def wait_for_selector(
+        self, selector: str, *, state: str = "visible", **_options: Any
+    ) -> Locator | None:
+        """Wait until an element matching `selector` is in `state`; its first match.
+
+        The match is an element handle (a `Locator` of one element here); None for
+        `hidden` and `detached`.
+        """
         self.locator(selector).wait_for(state=state)
+        return None if state in ("hidden", "detached") else self.locator(selector).first
+
+    def query_selector(self, selector: str) -> Locator | None:
+        """The first element matching `selector` now (an element handle), or None."""
+        found = self.locator(selector)
+        return found.first if found.count() else None
+
+    def query_selector_all(self, selector: str) -> list[Locator]:
+        """Every element matching `selector` now, in page order (at most 50)."""
+        return self.locator(selector).all()
 
     def inner_text(self, selector: str, **options: Any) -> str:
         """The rendered text of the first element matching `selector`."""
@@ -414,3 +442,7 @@ class _Manager:
 def sync_playwright() -> _Manager:
     """Start the bridged Playwright; a context manager giving `Playwright` (`p.chromium`)."""
     return _Manager()
+
+
+ElementHandle = Locator
+"""Element handles (`query_selector`, `wait_for_selector`) are locators of one match here."""
