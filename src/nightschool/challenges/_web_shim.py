@@ -222,7 +222,7 @@ class Locator:
 
     def query_selector(self, selector: str) -> Locator | None:
         """The first element matching `selector` inside the first of these, or None."""
-        return self.first.locator(selector).first if self.first.locator(selector).count() else None
+        return _handle(self.first.locator(selector))
 
     def query_selector_all(self, selector: str) -> list[Locator]:
         """Every element matching `selector` inside the first of these (at most 50)."""
@@ -232,6 +232,11 @@ class Locator:
         """Elements inside these with ARIA `role` (and accessible `name`)."""
         named = f"[name={_quote(name, exact)}]" if name is not None else ""
         return self.locator(f"internal:role={role}{named}")
+
+
+def _handle(found: Locator) -> Locator | None:
+    """`query_selector`'s answer: the first of `found` (an element handle), or None."""
+    return found.first if found.count() else None
 
 
 class Page:
@@ -343,8 +348,7 @@ class Page:
 
     def query_selector(self, selector: str) -> Locator | None:
         """The first element matching `selector` now (an element handle), or None."""
-        found = self.locator(selector)
-        return found.first if found.count() else None
+        return _handle(self.locator(selector))
 
     def query_selector_all(self, selector: str) -> list[Locator]:
         """Every element matching `selector` now, in page order (at most 50)."""

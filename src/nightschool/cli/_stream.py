@@ -114,7 +114,7 @@ def _extra_arm_lines(run: StreamRun, arm: str) -> list[dict[str, object]]:
     return out
 
 
-def _versus_none(
+def _versus(
     arm: str, versus: ArmComparison, holm_p: float | None, promoted: bool
 ) -> dict[str, object]:
     """A table line's figures against its base arm (`<base>_passed`), as JSON values."""
@@ -169,7 +169,7 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
         **{arm: _extra_arm_lines(run, arm) for arm in EXTRA_ARMS},
         "ablation": [
             {
-                **_versus_none(line.arm, line.versus_none, line.holm_p, line.promoted),
+                **_versus(line.arm, line.versus_none, line.holm_p, line.promoted),
                 "versus_placebo": None
                 if line.versus_placebo is None
                 else [line.versus_placebo.wins, line.versus_placebo.losses],
@@ -179,7 +179,7 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
         ],
         "second_chance": [
             {
-                **_versus_none(line.arm, line.versus_none, line.holm_p, line.promoted),
+                **_versus(line.arm, line.versus_none, line.holm_p, line.promoted),
                 "derived": line.derived,
                 "second_answers": line.second,
                 "versus_resample": None
@@ -190,7 +190,7 @@ def _write_outputs(run: StreamRun, title: str) -> list[SliceReport]:
         ],
         "first_draw": [
             {
-                **_versus_none(line.arm, line.versus_resample2, line.holm_p, line.promoted),
+                **_versus(line.arm, line.versus_resample2, line.holm_p, line.promoted),
                 "base": "resample2",
                 "redrawn": line.redrawn,
             }

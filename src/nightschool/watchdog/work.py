@@ -24,7 +24,7 @@ from nightschool.store import Store
 from nightschool.watchdog import PhaseResult
 
 if TYPE_CHECKING:
-    from nightschool.playbook import SkillMemory
+    from nightschool.playbook import Lesson, SkillMemory
 
 logger = logging.getLogger("nightschool.watchdog")
 
@@ -239,7 +239,7 @@ class NightschoolWork:
             },
         )
 
-    def _verify_chat(self, lesson: Any, request: str, examples: list[str]) -> bool:
+    def _verify_chat(self, lesson: Lesson, request: str, examples: list[str]) -> bool:
         """One chat lesson re-solved on its turn's request with and without it (stored)."""
         # function-local: as `_skills`' (start-up time)
         from nightschool.agent import verify_chat_lesson

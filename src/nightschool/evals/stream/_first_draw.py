@@ -25,7 +25,7 @@ draw, which is why the policy here stops at three.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nightschool.evals.stream._report import ArmComparison, _holm_family, compare_arms
@@ -56,11 +56,13 @@ class FirstDrawLine:
     promoted: bool
 
 
-def _policy_rows(rows: Sequence[StreamRow], arm: str) -> tuple[list[StreamRow], int]:
-    """(`arm` first, then the no-memory answer, then the resample draw; tasks redrawn)."""
-    by_arm: dict[str, dict[str, StreamRow]] = {}
-    for row in rows:
-        by_arm.setdefault(row.arm, {})[row.task_id] = row
+def _policy_rows(
+    by_arm: Mapping[str, Mapping[str, StreamRow]], arm: str
+) -> tuple[list[StreamRow], int]:
+    """(`arm` first, then the no-memory answer, then the resample draw; tasks redrawn).
+
+    `by_arm`: arm -> task id -> row, every arm of the run.
+    """
     first, plain, resample = by_arm.get(arm, {}), by_arm["no_memory"], by_arm["resample"]
     third = by_arm["resample2"]
     out, redrawn = [], 0
@@ -105,15 +107,17 @@ def first_draw(rows: Sequence[StreamRow]) -> list[FirstDrawLine]:
     Verdicts as `ablation`'s (the gate's exact McNemar, alpha 5%), Holm-adjusted
     over this table's lines.
     """
-    present = {row.arm for row in rows}
-    if not {"no_memory", "resample", "resample2"} <= present:
+    by_arm: dict[str, dict[str, StreamRow]] = {}
+    for row in rows:
+        by_arm.setdefault(row.arm, {})[row.task_id] = row
+    if not {"no_memory", "resample", "resample2"} <= by_arm.keys():
         return []
-    theirs = [row for row in rows if row.arm == "resample2"]
+    theirs = list(by_arm["resample2"].values())
     found: list[tuple[str, int, ArmComparison]] = []
     for arm in ALL_ARMS:
-        if arm == "no_memory" or arm in SECOND_CHANCE_ARMS or arm not in present:
+        if arm == "no_memory" or arm in SECOND_CHANCE_ARMS or arm not in by_arm:
             continue
-        mine, redrawn = _policy_rows(rows, arm)
+        mine, redrawn = _policy_rows(by_arm, arm)
         c = compare_arms([*theirs, *mine], arm, "resample2")
         if c is not None:
             found.append((arm, redrawn, c))
