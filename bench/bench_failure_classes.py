@@ -27,72 +27,13 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import json
-import re
 import sqlite3
-import sys
 from pathlib import Path
 
 from nightschool.evals import read_lines
-
-STDLIB_MODULES = frozenset(sys.stdlib_module_names)
-_FAILED = re.compile(r"public test failed: (?P<test>assert .*); got (?P<got>.*)$", re.DOTALL)
-
-
-def _literal(text: str) -> object:
-    try:
-        return ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _Unreadable(text.strip())
-
-
-class _Unreadable:
-    """A repr `literal_eval` cannot read (`<generator object ...>`, a class instance)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _expected(test: str) -> object | None:
-    """The literal an `assert <call> == <literal>[, message]` compares with (None: not one)."""
-    try:
-        node = ast.parse(test).body[0]
-    except (SyntaxError, IndexError):
-        return None
-    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
-        return None
-    if not isinstance(node.test.ops[0], ast.Eq):
-        return None
-    want = _literal(ast.unparse(node.test.comparators[0]))
-    return None if isinstance(want, _Unreadable) else want
-
-
-def classify(error: str) -> str:
-    """The class of one checker line (see the module docstring)."""
-    if not error:
-        return "no code"
-    match = _FAILED.search(error)
-    if match:
-        want = _expected(match["test"])
-        if want is None:
-            return "wrong value"  # not `assert f(...) == <literal>`: the value is what differs
-        got = _literal(match["got"])
-        if isinstance(got, _Unreadable) or type(want) is not type(got):
-            return "wrong type"
-        return "wrong value"
-    if "failed to load" in error:
-        return "load error"
-    raised = re.search(r"public test raised (\w+): (.*)", error)
-    if raised:
-        name = re.search(r"name '(\w+)' is not defined", raised[2])
-        if raised[1] == "NameError" and name and name[1] in STDLIB_MODULES:
-            return "missing import"
-        return f"error: {raised[1]}"
-    if "defines no function" in error:
-        return "no function"
-    return "other"
+from nightschool.evals.stream import classify
 
 
 def _checker_lines(database: Path, arm: str) -> dict[str, str]:

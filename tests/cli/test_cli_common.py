@@ -114,7 +114,8 @@ def test_every_command_with_model_options_has_all_four_in_order() -> None:
             with_model[path] = command
     assert set(with_model) == {
         "dream", "reflect", "serve", "watch", "chat", "evolve", "doctor", "prompts optimise",
-        "lessons verify-chat", "eval run", "eval freeze", "eval compare", "eval learning-curve", "eval stream",
+        "lessons verify-chat", "eval run", "eval freeze", "eval compare", "eval learning-curve",
+        "eval stream",
     }  # fmt: skip
     dream = with_model["dream"].params
     start = [param.name for param in dream].index("model")

@@ -278,7 +278,10 @@ def stream(
             "compute: no memory, a failed public test buys a second attempt); static (two "
             "of the bank's reference solutions for every task, nothing learned); resample "
             "(after no_memory: a failed public test buys a fresh draw of the same request); "
-            "resample2 (after resample: where that draw failed its public test too, a third).",
+            "resample2 (after resample: where that draw failed its public test too, a third); "
+            "facts (environment facts admitted from recurring no-memory failure classes, "
+            "shown to every later task); abstain (after memory: the memory arm's entries "
+            "kept only where their paired exposures helped more often than they hurt).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[

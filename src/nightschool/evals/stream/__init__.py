@@ -12,7 +12,10 @@
   fixed arm (`_fixed`) is shown the first ones learned, the same for every task;
   the optional static arm (`_static`) two of the bank's reference solutions,
   the same for every task, nothing learned; the optional resample arm answers
-  again, nothing shown, only where the no-memory answer failed its public test.
+  again, nothing shown, only where the no-memory answer failed its public test;
+  the optional facts arm (`_facts`) is shown environment facts admitted from
+  the no-memory arm's recurring failure classes; the optional abstain arm
+  (`_abstain`) the memory arm's entries that helped more often than they hurt.
 - `second_chance` reads each arm as the second answer of a task whose
   no-memory answer failed its public test (the no-memory answer kept
   otherwise), against the resample arm's plain second draw.
@@ -24,6 +27,7 @@
 Importing this package loads no model and reads no data file.
 """
 
+from nightschool.evals.stream._abstain import ABSTAIN_MARGIN, abstaining_recall, paired_utility
 from nightschool.evals.stream._curated import CURATED_K, curated_recall
 from nightschool.evals.stream._data import (
     MBPP_SHA256,
@@ -31,6 +35,15 @@ from nightschool.evals.stream._data import (
     fetch_mbpp_sdist,
     load_mbpp,
     load_suite,
+)
+from nightschool.evals.stream._facts import (
+    FACT_MIN_TASKS,
+    FACTS,
+    admitted,
+    checker_lines,
+    classify,
+    fact_lesson,
+    facts_recall,
 )
 from nightschool.evals.stream._first_draw import FirstDrawLine, first_draw
 from nightschool.evals.stream._fixed import FIXED_K, fixed_recall
@@ -77,10 +90,13 @@ from nightschool.evals.stream._tasks import (
 )
 
 __all__ = [
+    "ABSTAIN_MARGIN",
     "ALL_ARMS",
     "ARMS",
     "CURATED_K",
     "EXTRA_ARMS",
+    "FACTS",
+    "FACT_MIN_TASKS",
     "FIXED_K",
     "MBPP_SHA256",
     "RETRY_ATTEMPTS",
@@ -100,10 +116,16 @@ __all__ = [
     "StreamSettings",
     "StreamTask",
     "ablation",
+    "abstaining_recall",
+    "admitted",
     "answer",
     "challenge_for",
+    "checker_lines",
+    "classify",
     "compare_arms",
     "curated_recall",
+    "fact_lesson",
+    "facts_recall",
     "fetch_mbpp_sdist",
     "first_draw",
     "fixed_recall",
@@ -113,6 +135,7 @@ __all__ = [
     "make_task",
     "ordered",
     "paired_rows",
+    "paired_utility",
     "plot",
     "report",
     "resample_solver",

@@ -32,7 +32,9 @@ from typing import Literal
 
 from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
+from nightschool.evals.stream._abstain import abstaining_recall
 from nightschool.evals.stream._curated import curated_recall
+from nightschool.evals.stream._facts import facts_recall
 from nightschool.evals.stream._fixed import fixed_recall
 from nightschool.evals.stream._placebo import placebo_recall
 from nightschool.evals.stream._rundir import (
@@ -52,13 +54,16 @@ from nightschool.store import Store
 from nightschool.trajectory import Trajectory
 
 Arm = Literal[
-    "no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample", "resample2"
-]
+    "no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample",
+    "resample2", "facts", "abstain",
+]  # fmt: skip
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
 arm, which then learns from the task: both see the memory as it was)."""
 
-EXTRA_ARMS: tuple[Arm, ...] = ("curated", "fixed", "retry", "static", "resample", "resample2")
+EXTRA_ARMS: tuple[Arm, ...] = (
+    "curated", "fixed", "retry", "static", "resample", "resample2", "facts", "abstain",
+)  # fmt: skip
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
 by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
@@ -69,7 +74,11 @@ task, nothing learned); and the resample arm (no memory, a failed public test
 buys one fresh draw of the very same request: a second chance with nothing
 shown, the bar for "show something after a failure", see `second_chance`); and
 `resample2`, a third draw where the resample arm's answer failed its public
-test too (after the resample arm; its answer otherwise)."""
+test too (after the resample arm; its answer otherwise); the facts arm (`_facts`:
+environment facts admitted from the no-memory arm's recurring failure classes,
+shown to every later task); and the abstain arm (`_abstain`: the memory arm's
+retrieval, each entry kept only where its paired exposures say it helped; after
+the memory arm)."""
 
 SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample", "resample2")
 """Arms that answer a task again only when the no-memory answer failed its public
@@ -212,6 +221,44 @@ def _shown(ctx: StreamContext, settings: StreamSettings, task: StreamTask) -> Re
     return Recall(lessons, found.skills, found.skill_sections)
 
 
+def _arm_recall(
+    ctx: StreamContext,
+    settings: StreamSettings,
+    task: StreamTask,
+    position: int,
+    arm: Arm,
+    rows: Sequence[StreamRow],
+) -> Recall:
+    """What `arm` is shown for `task` (an arm that shows nothing: an empty `Recall`)."""
+    if arm == "memory":
+        return _shown(ctx, settings, task)
+    if arm == "placebo":
+        later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
+        counts = _counts(ctx, settings, task, rows)
+        return placebo_recall(
+            ctx.memory, task, counts, later - {""}, verified_only=as_chat(settings)
+        )
+    if arm == "curated":
+        return curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
+    if arm == "static":
+        return static_recall(settings.skills_k)
+    if arm == "fixed":
+        # from a home's playbook (dream, then stream): the verified ones, as dream shows them
+        return fixed_recall(
+            ctx.memory,
+            task,
+            position,
+            rows,
+            k=settings.skills_k,
+            verified_only=bool(settings.memory_from),
+        )
+    if arm == "facts":
+        return facts_recall(ctx.store, settings.task_ids[:position])
+    if arm == "abstain":
+        return abstaining_recall(ctx.memory, task.task_id, position, rows)
+    return Recall()
+
+
 @dataclass(frozen=True)
 class Answer:
     """One scored answer (what the memory arm may reuse when it is shown nothing).
@@ -309,30 +356,7 @@ def answer(
             f"{task.task_id} does not have yet",
             hint="run the no_memory arm first (--arms no_memory,resample)",
         )
-    if arm == "memory":
-        shown = _shown(ctx, settings, task)
-    elif arm == "placebo":
-        later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
-        counts = _counts(ctx, settings, task, rows)
-        shown = placebo_recall(
-            ctx.memory, task, counts, later - {""}, verified_only=as_chat(settings)
-        )
-    elif arm == "curated":
-        shown = curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
-    elif arm == "static":
-        shown = static_recall(settings.skills_k)
-    elif arm == "fixed":
-        # from a home's playbook (dream, then stream): the verified ones, as dream shows them
-        shown = fixed_recall(
-            ctx.memory,
-            task,
-            position,
-            rows,
-            k=settings.skills_k,
-            verified_only=bool(settings.memory_from),
-        )
-    else:
-        shown = Recall()
+    shown = _arm_recall(ctx, settings, task, position, arm, rows)
     nothing_shown = not shown.lessons and not shown.skills
     if (
         first is not None
