@@ -32,6 +32,8 @@ def _reference_reply(messages: list[dict[str, Any]]) -> str:
     text = messages[-1]["content"]
     if "TRIGGER" in text:
         return "TRIGGER: x\nCORRECT PATTERN: y\nDOMAINS: python_general\nCONFIDENCE: 0.5\n"
+    if "Write ONE general strategy" in text:
+        return "TITLE: Edges first\nWHEN: a list of numbers is given\nDO: handle the empty list\n"
     for problem in REFERENCE.values():
         if problem.prompt.strip() in text:
             return f"```python\n{problem.prompt}{problem.canonical_solution}```"
@@ -104,6 +106,18 @@ def test_stream_writes_table_csv_png_and_resumes(
         assert all(line["base"] == "resample2" and line["resample2_passed"] == 3
                    for line in first.values())  # fmt: skip
         assert all(line["passed"] == 3 and line["redrawn"] == 0 for line in first.values())
+        # the facts, abstain and strategy arms over the finished run
+        more = nightschool(*args, "--base-url", url, "--resume", "--arms",
+                           "facts,abstain,strategy", home=home)  # fmt: skip
+        assert more.returncode == 0, more.stderr
+        assert "9 answers to go" in more.stderr and (out / "strategy.db").exists()
+        rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+        by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ("facts", "abstain")}
+        # every public test passed: no fact is admitted, no entry earned; both take the answer
+        assert all(r["reused"] and r["passed"] for arm in by_arm.values() for r in arm)
+        mine = [r for r in rows if r["arm"] == "strategy"]
+        assert len(mine) == 3 and all(r["passed"] and r["model_calls"] == 2 for r in mine)
+        assert mine[0]["learned"] == "strategy:written"
 
 
 def _started_with_two_rows(

@@ -11,6 +11,7 @@ import pytest
 from nightschool.errors import UserError
 from nightschool.evals.stream import (
     FACTS,
+    StrategyItem,
     StreamContext,
     StreamRow,
     StreamRun,
@@ -21,6 +22,7 @@ from nightschool.evals.stream import (
     classify,
     make_task,
     paired_utility,
+    parse_strategy,
     run_stream,
     static_examples,
 )
@@ -267,3 +269,97 @@ def test_abstain_arm_withholds_until_an_entry_has_helped_then_shows_it(
         assert set(mine.skills_shown) <= {
             s for p in range(position) for s in by[(p, "memory")].skills_shown
         }
+
+
+# -- the strategy arm --
+
+STRATEGY = (
+    "TITLE: Import before use\n"
+    "WHEN: computing roots or powers of numbers with a math helper\n"
+    "DO: import the module at the top of the solution before calling it\n"
+)
+
+
+def test_parse_strategy_reads_the_three_lines_leniently() -> None:
+    item = parse_strategy("**Title**: Import first\n- when: a helper is used\nDO - ignored\nDo: x")
+    assert item == StrategyItem("Import first", "a helper is used", "x")
+    assert parse_strategy("TITLE: only a title\nWHEN: no do line") is None
+
+
+def _strategy_reply(messages: list[dict[str, Any]]) -> str:
+    """Right only when shown a strategy; the distillation call answers `STRATEGY`."""
+    text = messages[-1]["content"]
+    if "Write ONE general strategy" in text:
+        return STRATEGY
+    name = re.search(r"^def (\w+)\(", text, re.MULTILINE)
+    assert name is not None
+    shown = "### SKILL PLAYBOOK" in "\n".join(m["content"] for m in messages)
+    head = "import math\n" if shown else ""
+    return f"```python\n{head}def {name[1]}(x):\n    return math.sqrt(x)\n```"
+
+
+def test_strategy_arm_distils_from_failures_and_passes_and_shows_the_nearest(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    model = ScriptedModel(_strategy_reply)
+    run = _run(tmp_path, ROOTS)
+    ctx, store = _context(tmp_path, model, sandbox)
+    strategy_store = Store.open(tmp_path / "run" / "strategy.db")
+    ctx.strategies = SkillMemory(strategy_store, embedder=ctx.memory.embedder)
+    try:
+        run_stream(ROOTS, run, ctx, arms=("no_memory",))
+        # a later session: with no answer of its own the arm still learns from the first task
+        rows = run_stream(ROOTS, run, ctx, arms=("strategy",))
+        in_memory = ctx.memory.list(kind=None)
+        items = ctx.strategies.list(kind=None)
+    finally:
+        store.close()
+        strategy_store.close()
+    mine = [r for r in rows if r.arm == "strategy"]
+    # the first task: nothing to show, the failed answer still teaches (one more call)
+    assert not mine[0].lessons_shown and not mine[0].public_passed
+    assert mine[0].learned == "strategy:written" and mine[0].model_calls == 2
+    assert not mine[0].reused
+    # later tasks are shown that item and pass; the same item again only reinforces it
+    for row in mine[1:]:
+        assert row.lessons_shown == [mine[0].learned_id] and row.public_passed
+        assert row.learned == "strategy:reinforced"
+    assert [i.extra["strategy"] for i in items] == ["Import before use"]
+    assert items[0].extra["from"] == "failure" and not in_memory  # its own database only
+    prompts = [m["content"] for call in model.calls for m in call.messages]
+    assert any("failed its example test" in p for p in prompts)
+    assert any("passed its example test" in p for p in prompts)
+
+
+def test_a_strategy_that_copies_the_task_is_rejected_and_an_unrelated_task_sees_none(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    copied = "TITLE: Roots\nWHEN: Return the square root of x as a float\nDO: use math.sqrt\n"
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        text = messages[-1]["content"]
+        if "Write ONE general strategy" in text:
+            return copied if "root_d" in text else STRATEGY
+        return _strategy_reply(messages)
+
+    shout = make_task(
+        task_id="mbpp_shout",
+        suite="mbpp",
+        prompt='def shout(word: str) -> str:\n    """\n\tReturn the word in capitals.\n\t"""\n',
+        entry_point="shout",
+        test="def check(candidate):\n    assert candidate('a') == 'A'\n\n"
+        "def test_check():\n    check(shout)\n\ntest_check()\n",
+    )
+    tasks = [ROOTS[0], ROOTS[3], shout]
+    model = ScriptedModel(reply)
+    run = _run(tmp_path, tasks)
+    ctx, store = _context(tmp_path, model, sandbox)
+    strategy_store = Store.open(tmp_path / "run" / "strategy.db")
+    ctx.strategies = SkillMemory(strategy_store, embedder=ctx.memory.embedder)
+    try:
+        rows = run_stream(tasks, run, ctx, arms=("strategy",))
+    finally:
+        store.close()
+        strategy_store.close()
+    assert rows[1].learned == "strategy:rejected" and "copies" in rows[1].learned_note
+    assert not rows[2].lessons_shown  # capitals: nothing near it

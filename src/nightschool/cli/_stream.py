@@ -281,7 +281,9 @@ def stream(
             "resample2 (after resample: where that draw failed its public test too, a third); "
             "facts (environment facts admitted from recurring no-memory failure classes, "
             "shown to every later task); abstain (after memory: the memory arm's entries "
-            "kept only where their paired exposures helped more often than they hurt).",
+            "kept only where their paired exposures helped more often than they hurt); strategy "
+            "(strategy items distilled from its own passes and failures, the nearest shown; "
+            "its own database RUN/strategy.db).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -385,6 +387,7 @@ def _run(
     if memory_source is not None:
         start_memory_from(run, memory_source)
     store = Store.open(run.database)
+    strategy_store = Store.open(run.directory / "strategy.db") if "strategy" in chosen else None
     try:
         memory = SkillMemory(store)
         with err.status("loading the embedder ..."):
@@ -406,6 +409,9 @@ def _run(
             retry_solver=retry_solver(solver),
             resample_solver=resample_solver(solver),
             resample2_solver=resample_solver(solver, draw=2),
+            strategies=(
+                SkillMemory(strategy_store, embedder=memory.embedder) if strategy_store else None
+            ),
         )
         title = f"{suite} stream · order {order_seed} · {chat_model.name}"
         done = run.done()
@@ -465,6 +471,8 @@ def _run(
             raise typer.Exit(EXIT_CODES["interrupted"])
     finally:
         store.close()
+        if strategy_store is not None:
+            strategy_store.close()
 
 
 __all__ = ["stream"]

@@ -15,7 +15,9 @@
   again, nothing shown, only where the no-memory answer failed its public test;
   the optional facts arm (`_facts`) is shown environment facts admitted from
   the no-memory arm's recurring failure classes; the optional abstain arm
-  (`_abstain`) the memory arm's entries that helped more often than they hurt.
+  (`_abstain`) the memory arm's entries that helped more often than they hurt;
+  the optional strategy arm (`_strategy`) strategy items it distils from its own
+  passes and failures (ReasoningBank's), in its own database.
 - `second_chance` reads each arm as the second answer of a task whose
   no-memory answer failed its public test (the no-memory answer kept
   otherwise), against the resample arm's plain second draw.
@@ -79,6 +81,13 @@ from nightschool.evals.stream._run import (
     start_memory_from,
 )
 from nightschool.evals.stream._static import STATIC_K, static_examples, static_recall
+from nightschool.evals.stream._strategy import (
+    STRATEGY_K,
+    StrategyItem,
+    distill_strategy,
+    parse_strategy,
+    strategy_recall,
+)
 from nightschool.evals.stream._tasks import (
     StreamTask,
     challenge_for,
@@ -102,6 +111,7 @@ __all__ = [
     "RETRY_ATTEMPTS",
     "SECOND_CHANCE_ARMS",
     "STATIC_K",
+    "STRATEGY_K",
     "STREAM_SUITES",
     "AblationLine",
     "Arm",
@@ -110,6 +120,7 @@ __all__ = [
     "FirstDrawLine",
     "SecondChanceLine",
     "SliceReport",
+    "StrategyItem",
     "StreamContext",
     "StreamRow",
     "StreamRun",
@@ -124,6 +135,7 @@ __all__ = [
     "classify",
     "compare_arms",
     "curated_recall",
+    "distill_strategy",
     "fact_lesson",
     "facts_recall",
     "fetch_mbpp_sdist",
@@ -136,6 +148,7 @@ __all__ = [
     "ordered",
     "paired_rows",
     "paired_utility",
+    "parse_strategy",
     "plot",
     "report",
     "resample_solver",
@@ -146,6 +159,7 @@ __all__ = [
     "start_memory_from",
     "static_examples",
     "static_recall",
+    "strategy_recall",
     "validator_source",
     "write_csv",
 ]

@@ -44,6 +44,7 @@ from nightschool.evals.stream._rundir import (
     start_memory_from,
 )
 from nightschool.evals.stream._static import static_recall
+from nightschool.evals.stream._strategy import distill_strategy, strategy_recall
 from nightschool.evals.stream._tasks import StreamTask, challenge_for, hidden_program
 from nightschool.lessons.extraction import LessonExtractor
 from nightschool.lessons.skills import Recall, learn_skill, recall, recall_request
@@ -55,7 +56,7 @@ from nightschool.trajectory import Trajectory
 
 Arm = Literal[
     "no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample",
-    "resample2", "facts", "abstain",
+    "resample2", "facts", "abstain", "strategy",
 ]  # fmt: skip
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
@@ -63,6 +64,7 @@ arm, which then learns from the task: both see the memory as it was)."""
 
 EXTRA_ARMS: tuple[Arm, ...] = (
     "curated", "fixed", "retry", "static", "resample", "resample2", "facts", "abstain",
+    "strategy",
 )  # fmt: skip
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
@@ -78,7 +80,8 @@ test too (after the resample arm; its answer otherwise); the facts arm (`_facts`
 environment facts admitted from the no-memory arm's recurring failure classes,
 shown to every later task); and the abstain arm (`_abstain`: the memory arm's
 retrieval, each entry kept only where its paired exposures say it helped; after
-the memory arm)."""
+the memory arm); and the strategy arm (`_strategy`: strategy items distilled from
+its own passes and failures, the nearest one shown; it learns, in its own database)."""
 
 SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample", "resample2")
 """Arms that answer a task again only when the no-memory answer failed its public
@@ -117,6 +120,8 @@ class StreamContext:
             the arm cannot run.
         resample2_solver: the `resample2` arm's solver (`resample_solver(...,
             draw=2)`); None: the arm cannot run.
+        strategies: the strategy arm's own playbook (`RUN/strategy.db`); None:
+            the arm cannot run.
     """
 
     solver: Solver
@@ -127,6 +132,7 @@ class StreamContext:
     retry_solver: Solver | None = None
     resample_solver: Solver | None = None
     resample2_solver: Solver | None = None
+    strategies: SkillMemory | None = None
 
 
 def retry_solver(solver: Solver) -> Solver:
@@ -256,7 +262,15 @@ def _arm_recall(
         return facts_recall(ctx.store, settings.task_ids[:position])
     if arm == "abstain":
         return abstaining_recall(ctx.memory, task.task_id, position, rows)
+    if arm == "strategy":
+        return strategy_recall(_strategies(ctx), task)
     return Recall()
+
+
+def _strategies(ctx: StreamContext) -> SkillMemory:
+    if ctx.strategies is None:
+        raise ValueError("the strategy arm needs StreamContext.strategies")
+    return ctx.strategies
 
 
 @dataclass(frozen=True)
@@ -362,6 +376,7 @@ def answer(
         first is not None
         and unaided is None
         and nothing_shown
+        and arm != "strategy"  # it learns from the answer, so it needs the answer itself
         and (arm in ("placebo", *EXTRA_ARMS) or (arm == "memory" and not settings.learn))
         and (arm not in SECOND_CHANCE_ARMS or first.public_passed)
     ):
@@ -390,6 +405,13 @@ def answer(
             ctx, settings, task, result, done.code, done.trajectory_id
         )
         calls += extra
+    elif arm == "strategy":
+        model = ctx.solver.model
+        code, trajectory_id = done.code, done.trajectory_id
+        learned, learned_id, note = distill_strategy(
+            model, _strategies(ctx), task, result, code, trajectory_id
+        )
+        calls += 1
     row = StreamRow(
         position=position,
         task_id=task.task_id,
