@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +97,18 @@ ROOTS = [
 ]
 
 
-def _facts_reply(messages: list[dict[str, Any]]) -> str:
-    """Uses `math` without its import unless the prompt carries the missing-import fact."""
-    text = "\n".join(m["content"] for m in messages)
+def _sqrt_reply(messages: list[dict[str, Any]], *markers: str) -> str:
+    """`math.sqrt` under the request's name, imported only when the prompt holds a marker."""
     name = re.search(r"^def (\w+)\(", messages[-1]["content"], re.MULTILINE)
     assert name is not None
-    fixed = "import math\n" if "import <module>" in text else ""
-    return f"```python\n{fixed}def {name[1]}(x):\n    return math.sqrt(x)\n```"
+    text = "\n".join(m["content"] for m in messages)
+    head = "import math\n" if any(marker in text for marker in markers) else ""
+    return f"```python\n{head}def {name[1]}(x):\n    return math.sqrt(x)\n```"
+
+
+def _facts_reply(messages: list[dict[str, Any]]) -> str:
+    """Uses `math` without its import unless the prompt carries the missing-import fact."""
+    return _sqrt_reply(messages, "import <module>")
 
 
 def _context(tmp_path: Path, model: ScriptedModel, sandbox: Sandbox) -> tuple[StreamContext, Store]:
@@ -121,16 +128,35 @@ def _run(tmp_path: Path, tasks: list[StreamTask]) -> StreamRun:
     return StreamRun(tmp_path / "run", settings)
 
 
+@contextmanager
+def _streamed(
+    tmp_path: Path,
+    sandbox: Sandbox,
+    reply: Any,
+    tasks: list[StreamTask],
+    *,
+    strategies: bool = False,
+) -> Iterator[tuple[StreamRun, StreamContext, ScriptedModel]]:
+    """A run of `tasks` answered by `reply`, its stores open inside the block."""
+    model = ScriptedModel(reply)
+    run = _run(tmp_path, tasks)
+    ctx, store = _context(tmp_path, model, sandbox)
+    strategy_store = Store.open(tmp_path / "run" / "strategy.db") if strategies else None
+    if strategy_store is not None:
+        ctx.strategies = SkillMemory(strategy_store, embedder=ctx.memory.embedder)
+    try:
+        yield run, ctx, model
+    finally:
+        store.close()
+        if strategy_store is not None:
+            strategy_store.close()
+
+
 def test_facts_arm_shows_a_recurring_environment_fact_to_later_tasks(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:
-    model = ScriptedModel(_facts_reply)
-    run = _run(tmp_path, ROOTS)
-    ctx, store = _context(tmp_path, model, sandbox)
-    try:
+    with _streamed(tmp_path, sandbox, _facts_reply, ROOTS) as (run, ctx, _model):
         rows = run_stream(ROOTS, run, ctx, arms=("no_memory", "facts"))
-    finally:
-        store.close()
     facts = [r for r in rows if r.arm == "facts"]
     unaided = [r for r in rows if r.arm == "no_memory"]
     assert not any(r.public_passed for r in unaided)  # every no-memory answer forgets the import
@@ -155,13 +181,8 @@ def test_facts_arm_learns_only_from_public_tests(tmp_path: Path, sandbox: Sandbo
         body = "    global n\n    n = globals().get('n', 0) + 1\n    if n > 1:\n        nope()\n"
         return f"```python\ndef {name[1]}(x):\n{body}    return x ** 0.5\n```"
 
-    model = ScriptedModel(reply)
-    run = _run(tmp_path, ROOTS)
-    ctx, store = _context(tmp_path, model, sandbox)
-    try:
+    with _streamed(tmp_path, sandbox, reply, ROOTS) as (run, ctx, _model):
         rows = run_stream(ROOTS, run, ctx, arms=("no_memory", "facts"))
-    finally:
-        store.close()
     unaided = [r for r in rows if r.arm == "no_memory"]
     assert all(r.public_passed and not r.passed for r in unaided)
     assert all(r.reused and not r.lessons_shown for r in rows if r.arm == "facts")
@@ -235,25 +256,16 @@ LESSON = (
 
 def _shown_reply(messages: list[dict[str, Any]]) -> str:
     """Right only when shown something (a lesson or a worked example); the lesson call."""
-    text = "\n".join(m["content"] for m in messages)
     if "TRIGGER" in messages[-1]["content"]:
         return LESSON
-    name = re.search(r"^def (\w+)\(", messages[-1]["content"], re.MULTILINE)
-    assert name is not None
-    fixed = "import math\n" if "### SKILL PLAYBOOK" in text or "### WORKED" in text else ""
-    return f"```python\n{fixed}def {name[1]}(x):\n    return math.sqrt(x)\n```"
+    return _sqrt_reply(messages, "### SKILL PLAYBOOK", "### WORKED")
 
 
 def test_abstain_arm_withholds_until_an_entry_has_helped_then_shows_it(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:
-    model = ScriptedModel(_shown_reply)
-    run = _run(tmp_path, ROOTS)
-    ctx, store = _context(tmp_path, model, sandbox)
-    try:
+    with _streamed(tmp_path, sandbox, _shown_reply, ROOTS) as (run, ctx, _model):
         rows = run_stream(ROOTS, run, ctx, arms=("no_memory", "memory", "abstain"))
-    finally:
-        store.close()
     by = {(r.position, r.arm): r for r in rows}
     assert by[(0, "memory")].learned == "lesson:written"  # failed: a lesson
     lesson = by[(0, "memory")].learned_id
@@ -288,33 +300,20 @@ def test_parse_strategy_reads_the_three_lines_leniently() -> None:
 
 def _strategy_reply(messages: list[dict[str, Any]]) -> str:
     """Right only when shown a strategy; the distillation call answers `STRATEGY`."""
-    text = messages[-1]["content"]
-    if "Write ONE general strategy" in text:
+    if "Write ONE general strategy" in messages[-1]["content"]:
         return STRATEGY
-    name = re.search(r"^def (\w+)\(", text, re.MULTILINE)
-    assert name is not None
-    shown = "### SKILL PLAYBOOK" in "\n".join(m["content"] for m in messages)
-    head = "import math\n" if shown else ""
-    return f"```python\n{head}def {name[1]}(x):\n    return math.sqrt(x)\n```"
+    return _sqrt_reply(messages, "### SKILL PLAYBOOK")
 
 
 def test_strategy_arm_distils_from_failures_and_passes_and_shows_the_nearest(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:
-    model = ScriptedModel(_strategy_reply)
-    run = _run(tmp_path, ROOTS)
-    ctx, store = _context(tmp_path, model, sandbox)
-    strategy_store = Store.open(tmp_path / "run" / "strategy.db")
-    ctx.strategies = SkillMemory(strategy_store, embedder=ctx.memory.embedder)
-    try:
+    with _streamed(tmp_path, sandbox, _strategy_reply, ROOTS, strategies=True) as (run, ctx, model):
         run_stream(ROOTS, run, ctx, arms=("no_memory",))
         # a later session: with no answer of its own the arm still learns from the first task
         rows = run_stream(ROOTS, run, ctx, arms=("strategy",))
         in_memory = ctx.memory.list(kind=None)
         items = ctx.strategies.list(kind=None)
-    finally:
-        store.close()
-        strategy_store.close()
     mine = [r for r in rows if r.arm == "strategy"]
     # the first task: nothing to show, the failed answer still teaches (one more call)
     assert not mine[0].lessons_shown and not mine[0].public_passed
@@ -351,15 +350,7 @@ def test_a_strategy_that_copies_the_task_is_rejected_and_an_unrelated_task_sees_
         "def test_check():\n    check(shout)\n\ntest_check()\n",
     )
     tasks = [ROOTS[0], ROOTS[3], shout]
-    model = ScriptedModel(reply)
-    run = _run(tmp_path, tasks)
-    ctx, store = _context(tmp_path, model, sandbox)
-    strategy_store = Store.open(tmp_path / "run" / "strategy.db")
-    ctx.strategies = SkillMemory(strategy_store, embedder=ctx.memory.embedder)
-    try:
+    with _streamed(tmp_path, sandbox, reply, tasks, strategies=True) as (run, ctx, _model):
         rows = run_stream(tasks, run, ctx, arms=("strategy",))
-    finally:
-        store.close()
-        strategy_store.close()
     assert rows[1].learned == "strategy:rejected" and "copies" in rows[1].learned_note
     assert not rows[2].lessons_shown  # capitals: nothing near it
