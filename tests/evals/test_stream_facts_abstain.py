@@ -22,6 +22,7 @@ from nightschool.evals.stream import (
     abstaining_recall,
     admitted,
     classify,
+    combined_recall,
     make_task,
     paired_utility,
     parse_strategy,
@@ -354,3 +355,49 @@ def test_a_strategy_that_copies_the_task_is_rejected_and_an_unrelated_task_sees_
         rows = run_stream(tasks, run, ctx, arms=("strategy",))
     assert rows[1].learned == "strategy:rejected" and "copies" in rows[1].learned_note
     assert not rows[2].lessons_shown  # capitals: nothing near it
+
+
+# -- the combined arm --
+
+
+NEARER = (  # distilled from the third task: nearer to the second than `STRATEGY` is
+    "TITLE: Square roots\n"
+    "WHEN: computing the square root of a number x with a math helper\n"
+    "DO: import the module at the top of the solution before calling it\n"
+)
+
+
+def _combined_reply(messages: list[dict[str, Any]]) -> str:
+    text = messages[-1]["content"]
+    if "Write ONE general strategy" in text:
+        return NEARER if "root_c" in text else STRATEGY
+    if "TRIGGER" in text:
+        return LESSON
+    return _sqrt_reply(messages, "### SKILL PLAYBOOK")
+
+
+def test_combined_arm_shows_facts_then_the_strategy_then_earned_entries(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    reply = _combined_reply
+    with _streamed(tmp_path, sandbox, reply, ROOTS, strategies=True) as (run, ctx, _model):
+        run_stream(ROOTS, run, ctx, arms=("no_memory", "memory", "strategy"))
+        # a later session, over the finished arms: only what existed at each task is shown
+        rows = run_stream(ROOTS, run, ctx, arms=("combined",))
+        with pytest.raises(UserError, match="strategy arm"):
+            combined_recall(ctx.store, ctx.memory, ctx.memory, ROOTS[0], 0, [], [])
+    by = {(r.position, r.arm): r for r in rows}
+    item = by[(0, "strategy")].learned_id
+    lesson = by[(0, "memory")].learned_id
+    assert by[(0, "strategy")].learned == "strategy:written" and item
+    # the first task: no fact, the only strategy item was distilled from it, nothing earned
+    assert by[(0, "combined")].reused and not by[(0, "combined")].lessons_shown
+    # the second: the strategy item (no fact yet: one failure; the lesson not yet earned),
+    # not the one distilled later from the third task, though retrieval ranks it nearer
+    later = by[(2, "strategy")].learned_id
+    assert by[(2, "strategy")].learned == "strategy:written" and later != item
+    assert by[(1, "combined")].lessons_shown == [item] and by[(1, "combined")].public_passed
+    # the third: the missing-import fact (two failures), the strategy, the earned lesson
+    shown = by[(2, "combined")].lessons_shown
+    assert shown[0].startswith("F-") and shown[1:] == [item, lesson]
+    assert not any(r.learned for r in rows if r.arm == "combined")

@@ -283,7 +283,8 @@ def stream(
             "shown to every later task); abstain (after memory: the memory arm's entries "
             "kept only where their paired exposures helped more often than they hurt); strategy "
             "(strategy items distilled from its own passes and failures, the nearest shown; "
-            "its own database RUN/strategy.db).",
+            "its own database RUN/strategy.db); combined (after memory and strategy: what "
+            "facts, abstain and strategy would show, in one prompt).",
         ),
     ] = "no_memory,placebo,memory",
     data: Annotated[
@@ -387,7 +388,11 @@ def _run(
     if memory_source is not None:
         start_memory_from(run, memory_source)
     store = Store.open(run.database)
-    strategy_store = Store.open(run.directory / "strategy.db") if "strategy" in chosen else None
+    strategy_store = (
+        Store.open(run.directory / "strategy.db")
+        if {"strategy", "combined"} & set(chosen)
+        else None
+    )
     try:
         memory = SkillMemory(store)
         with err.status("loading the embedder ..."):

@@ -17,7 +17,8 @@
   the no-memory arm's recurring failure classes; the optional abstain arm
   (`_abstain`) the memory arm's entries that helped more often than they hurt;
   the optional strategy arm (`_strategy`) strategy items it distils from its own
-  passes and failures (ReasoningBank's), in its own database.
+  passes and failures (ReasoningBank's), in its own database; the optional
+  combined arm (`_combined`) what those three would show, in one prompt.
 - `second_chance` reads each arm as the second answer of a task whose
   no-memory answer failed its public test (the no-memory answer kept
   otherwise), against the resample arm's plain second draw.
@@ -30,6 +31,7 @@ Importing this package loads no model and reads no data file.
 """
 
 from nightschool.evals.stream._abstain import ABSTAIN_MARGIN, abstaining_recall, paired_utility
+from nightschool.evals.stream._combined import combined_recall
 from nightschool.evals.stream._curated import CURATED_K, curated_recall
 from nightschool.evals.stream._data import (
     MBPP_SHA256,
@@ -133,6 +135,7 @@ __all__ = [
     "challenge_for",
     "checker_lines",
     "classify",
+    "combined_recall",
     "compare_arms",
     "curated_recall",
     "distill_strategy",

@@ -33,6 +33,7 @@ from typing import Literal
 from nightschool.errors import UserError
 from nightschool.evals._humaneval import run_program
 from nightschool.evals.stream._abstain import abstaining_recall
+from nightschool.evals.stream._combined import combined_recall
 from nightschool.evals.stream._curated import curated_recall
 from nightschool.evals.stream._facts import facts_recall
 from nightschool.evals.stream._fixed import fixed_recall
@@ -56,7 +57,7 @@ from nightschool.trajectory import Trajectory
 
 Arm = Literal[
     "no_memory", "placebo", "memory", "curated", "fixed", "retry", "static", "resample",
-    "resample2", "facts", "abstain", "strategy",
+    "resample2", "facts", "abstain", "strategy", "combined",
 ]  # fmt: skip
 ARMS: tuple[Arm, ...] = ("no_memory", "placebo", "memory")
 """The default arms, in the order each task is answered (the placebo before the memory
@@ -64,7 +65,7 @@ arm, which then learns from the task: both see the memory as it was)."""
 
 EXTRA_ARMS: tuple[Arm, ...] = (
     "curated", "fixed", "retry", "static", "resample", "resample2", "facts", "abstain",
-    "strategy",
+    "strategy", "combined",
 )  # fmt: skip
 """Arms run on request (`--arms`), after the default ones (or in a later session,
 over a finished run): the curated arm (`_curated`: generic worked examples chosen
@@ -81,7 +82,9 @@ environment facts admitted from the no-memory arm's recurring failure classes,
 shown to every later task); and the abstain arm (`_abstain`: the memory arm's
 retrieval, each entry kept only where its paired exposures say it helped; after
 the memory arm); and the strategy arm (`_strategy`: strategy items distilled from
-its own passes and failures, the nearest one shown; it learns, in its own database)."""
+its own passes and failures, the nearest one shown; it learns, in its own database);
+and the combined arm (`_combined`: the facts, abstain and strategy arms' memory in
+one prompt; after the memory and strategy arms)."""
 
 SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample", "resample2")
 """Arms that answer a task again only when the no-memory answer failed its public
@@ -264,6 +267,10 @@ def _arm_recall(
         return abstaining_recall(ctx.memory, task.task_id, position, rows)
     if arm == "strategy":
         return strategy_recall(_strategies(ctx), task)
+    if arm == "combined":
+        earlier = settings.task_ids[:position]
+        strategies = _strategies(ctx)
+        return combined_recall(ctx.store, ctx.memory, strategies, task, position, rows, earlier)
     return Recall()
 
 

@@ -20,6 +20,7 @@ database (`RUN/strategy.db`), so no other arm is ever shown one.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from nightschool.evals.stream._tasks import StreamTask, challenge_for
@@ -155,9 +156,25 @@ def distill_strategy(
     return f"strategy:{learned.status}", learned.lesson_id or "", learned.reason
 
 
-def strategy_recall(strategies: SkillMemory, task: StreamTask, k: int = STRATEGY_K) -> Recall:
-    """The `k` strategy items nearest to `task` (above the relevance floor), none from it."""
+def strategy_recall(
+    strategies: SkillMemory, task: StreamTask, k: int = STRATEGY_K, exclude: Collection[str] = ()
+) -> Recall:
+    """The `k` strategy items nearest to `task` (above the relevance floor), none from it.
+
+    Args:
+        strategies: the strategy arm's playbook.
+        task: the task at hand.
+        k: items shown at most.
+        exclude: ids never shown (items learned at this position or later,
+            for an arm that reads a finished strategy arm).
+    """
     challenge = challenge_for(task)
-    found = recall(strategies, challenge, lessons_k=k, skills_k=0, same_template=False)
-    lessons = [x for x in found.lessons if x.lesson.challenge_hash != challenge.challenge_hash]
-    return Recall(lessons, [], [])
+    found = recall(
+        strategies, challenge, lessons_k=k + len(exclude), skills_k=0, same_template=False
+    )
+    lessons = [
+        x
+        for x in found.lessons
+        if x.lesson.challenge_hash != challenge.challenge_hash and x.lesson.id not in exclude
+    ]
+    return Recall(lessons[:k], [], [])
