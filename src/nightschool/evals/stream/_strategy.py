@@ -52,16 +52,18 @@ YOUR ANSWER:
 
 Answer in exactly this format:
 TITLE: <a few words naming the strategy>
-WHEN: <the kind of task it applies to, one sentence>
+WHEN: <one sentence that starts "A task that" and names the kind of task it applies to>
 DO: <what to do, one or two sentences>
 """
 
 STRATEGY_GRAMMAR = r"""
 root ::= "TITLE: " short "\nWHEN: " line "\nDO: " line "\n"
-short ::= [A-Za-z] [^\n]{3,60}
-line ::= [A-Za-z] [^\n]{10,200}
+short ::= [A-Za-z] [ -~]{3,60}
+line ::= [A-Za-z] [ -~]{10,300}
 """
-"""GBNF for the distillation reply, enforced where the backend takes grammars."""
+"""GBNF for the distillation reply, enforced where the backend takes grammars: printable
+ASCII only (the first replies of the default model slid into Chinese mid-word, as its
+lessons do: "use built-in函数"), a DO line of up to 300 characters (200 cut them off)."""
 
 _LINE = re.compile(r"^\W*(title|when|do)\W*\s*:\s*(.+)$", re.IGNORECASE)
 
