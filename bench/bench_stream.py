@@ -229,12 +229,14 @@ def show(directory: Path, sandbox: Sandbox) -> None:
         calls = sum(r.model_calls for r in mine)
         wall = sum(r.duration_s for r in mine)
         extra = ""
-        if arm == "memory":
-            learned: dict[str, int] = {}
-            for r in mine:
-                learned[r.learned or "-"] = learned.get(r.learned or "-", 0) + 1
-            shown = sum(bool(r.lessons_shown or r.skills_shown) for r in mine)
-            extra = f"; shown something on {shown}; reused {sum(r.reused for r in mine)}; learned {learned}"
+        shown = sum(bool(r.lessons_shown or r.skills_shown) for r in mine)
+        if shown:
+            extra = f"; shown something on {shown}; reused {sum(r.reused for r in mine)}"
+        learned: dict[str, int] = {}
+        for r in mine:
+            if r.learned:
+                learned[r.learned] = learned.get(r.learned, 0) + 1
+        extra += f"; learned {learned}" if learned else ""
         print(f"{arm:<10} model calls {calls}, wall {wall / 60:.1f} min{extra}")
     print("replay check:", replay_check(run, tasks, sandbox))
 
