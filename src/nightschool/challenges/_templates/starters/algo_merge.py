@@ -29,19 +29,18 @@ from nightschool.challenges._templates._kit import (
     variant,
 )
 
-WHAT = ("merge", "gaps", "longest", "cover")
-"""What the function returns."""
-UNIT = ("span", "days")
-"""Interval convention: stretches of a line, or inclusive ranges of whole days."""
-SHAPE = ("pairs", "text")
-"""Argument shape: `[start, end]` lists, or `"start-end"` strings."""
-
 _FUNC = {
     "merge": "merge_intervals",
     "gaps": "interval_gaps",
     "longest": "longest_block",
     "cover": "covered_length",
 }
+WHAT = tuple(_FUNC)
+"""What the function returns (the function is named after it)."""
+UNIT = ("span", "days")
+"""Interval convention: stretches of a line, or inclusive ranges of whole days."""
+SHAPE = ("pairs", "text")
+"""Argument shape: `[start, end]` lists, or `"start-end"` strings."""
 
 _SOURCE = """
     def {func}(intervals):

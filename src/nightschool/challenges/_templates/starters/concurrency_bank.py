@@ -26,17 +26,16 @@ from nightschool.challenges._templates._kit import (
     variant,
 )
 
-WHAT = ("balances", "changes", "branches", "richest")
-SHAPE = ("tuples", "strings")
-FEE = ("nofee", "fee")
-"""The starter's axes; `family_size(WHAT, SHAPE, FEE)` is 16."""
-
 _FUNC = {
     "balances": "transfer_all",
     "changes": "net_changes",
     "branches": "branch_totals",
     "richest": "richest_account",
 }
+WHAT = tuple(_FUNC)
+SHAPE = ("tuples", "strings")
+FEE = ("nofee", "fee")
+"""The starter's axes; `family_size(WHAT, SHAPE, FEE)` is 16."""
 
 _SOURCE = """
     import threading
