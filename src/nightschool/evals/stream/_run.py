@@ -68,23 +68,26 @@ EXTRA_ARMS: tuple[Arm, ...] = (
     "strategy", "combined",
 )  # fmt: skip
 """Arms run on request (`--arms`), after the default ones (or in a later session,
-over a finished run): the curated arm (`_curated`: generic worked examples chosen
-by measured utility) and the fixed arm (`_fixed`: the first ones learned, the
-same for every task), which read the memory arm's rows; the equal-compute
-arm (`retry`: no memory, a failed public test buys one more attempt); the
-static arm (`_static`: two of the bank's reference solutions, the same for every
-task, nothing learned); and the resample arm (no memory, a failed public test
-buys one fresh draw of the very same request: a second chance with nothing
-shown, the bar for "show something after a failure", see `second_chance`); and
-`resample2`, a third draw where the resample arm's answer failed its public
-test too (after the resample arm; its answer otherwise); the facts arm (`_facts`:
-environment facts admitted from the no-memory arm's recurring failure classes,
-shown to every later task); and the abstain arm (`_abstain`: the memory arm's
-retrieval, each entry kept only where its paired exposures say it helped; after
-the memory arm); and the strategy arm (`_strategy`: strategy items distilled from
-its own passes and failures, the nearest one shown; it learns, in its own database);
-and the combined arm (`_combined`: the facts, abstain and strategy arms' memory in
-one prompt; after the memory and strategy arms)."""
+over a finished run):
+
+- `curated` (`_curated`): generic worked examples chosen by measured utility;
+  `fixed` (`_fixed`): the first ones learned, the same for every task; both read
+  the memory arm's rows.
+- `retry`: equal compute; no memory, a failed public test buys one more attempt.
+- `static` (`_static`): two of the bank's reference solutions for every task,
+  nothing learned.
+- `resample`: no memory, a failed public test buys one fresh draw of the very
+  same request (the bar for "show something after a failure", `second_chance`);
+  `resample2`: a third draw where that one failed too (after `resample`).
+- `facts` (`_facts`): environment facts admitted from the no-memory arm's
+  recurring failure classes, shown to every later task.
+- `abstain` (`_abstain`): the memory arm's retrieval, each entry kept only where
+  its paired exposures helped more often than they hurt (after `memory`).
+- `strategy` (`_strategy`): strategy items distilled from its own passes and
+  failures, the nearest one shown; it learns, in its own database.
+- `combined` (`_combined`): what `facts`, `abstain` and `strategy` would show, in
+  one prompt (after `memory` and `strategy`).
+"""
 
 SECOND_CHANCE_ARMS: tuple[Arm, ...] = ("retry", "resample", "resample2")
 """Arms that answer a task again only when the no-memory answer failed its public
