@@ -28,29 +28,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
-import sqlite3
 from pathlib import Path
 
 from nightschool.evals import read_lines
-from nightschool.evals.stream import classify
-
-
-def _checker_lines(database: Path, arm: str) -> dict[str, str]:
-    """Task template -> the last attempt's checker line, for `arm`'s failed public tests."""
-    lines: dict[str, str] = {}
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
-        for (record,) in db.execute(
-            "SELECT record FROM trajectories WHERE session_id = ?", (f"stream-{arm}",)
-        ):
-            trajectory = json.loads(record)
-            calls = [c for c in trajectory["tool_calls"] if c["name"] == "run_solution"]
-            template = trajectory["extra"].get("template", "")
-            if calls and calls[-1].get("result") != "passed":
-                lines[template] = str(calls[-1].get("error") or "")
-            elif not calls:
-                lines[template] = ""
-    return lines
+from nightschool.evals.stream import checker_lines, classify
+from nightschool.store import Store
 
 
 def main() -> int:
@@ -62,12 +44,16 @@ def main() -> int:
     rows = read_lines(args.run / "rows.jsonl")
     mine = {r["task_id"]: r for r in rows if r["arm"] == args.arm}
     failed = [r for r in mine.values() if not r["public_passed"]]
-    lines = _checker_lines(args.run / "memory.db", args.arm)
+    store = Store.open(args.run / "memory.db")
+    try:
+        lines = checker_lines(store, args.arm)
+    finally:
+        store.close()
     others = [a for a in args.against.split(",") if a]
     by_arm = {a: {r["task_id"]: r for r in rows if r["arm"] == a} for a in others}
     classes: dict[str, list[str]] = collections.defaultdict(list)
     for row in failed:
-        line = next((v for k, v in lines.items() if k.endswith(row["task_id"])), None)
+        line = lines.get(row["task_id"])
         classes["(no trajectory)" if line is None else classify(line)].append(row["task_id"])
     print(f"{args.run}: arm {args.arm}, {len(mine)} tasks, {len(failed)} failed public tests")
     header = f"{'class':<22} {'tasks':>5} {'share':>6}"
