@@ -26,9 +26,9 @@ in the memory arm's order: the arm runs after the memory arm.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from nightschool.errors import UserError
+from nightschool.evals.stream._rundir import StreamRow
 from nightschool.lessons.skills import Recall, shown_recall, unranked
 from nightschool.playbook import Lesson, SkillMemory
 
@@ -43,24 +43,7 @@ EXPOSING_ARMS = ("memory", ABSTAIN_ARM)
 """Whose exposures count: the memory arm's (similarity alone) and this arm's own."""
 
 
-class Row(Protocol):
-    """What this arm reads of a `StreamRow`."""
-
-    @property
-    def position(self) -> int: ...
-    @property
-    def task_id(self) -> str: ...
-    @property
-    def arm(self) -> str: ...
-    @property
-    def public_passed(self) -> bool: ...
-    @property
-    def lessons_shown(self) -> list[str]: ...
-    @property
-    def skills_shown(self) -> list[str]: ...
-
-
-def paired_utility(rows: Sequence[Row], position: int) -> dict[str, tuple[int, int]]:
+def paired_utility(rows: Sequence[StreamRow], position: int) -> dict[str, tuple[int, int]]:
     """Entry id -> (helpful, harmful) paired exposures before `position`.
 
     Args:
@@ -84,7 +67,7 @@ def paired_utility(rows: Sequence[Row], position: int) -> dict[str, tuple[int, i
 
 
 def abstaining_recall(
-    memory: SkillMemory, task_id: str, position: int, rows: Sequence[Row]
+    memory: SkillMemory, task_id: str, position: int, rows: Sequence[StreamRow]
 ) -> Recall:
     """What the abstaining arm shows for `task_id`: the memory arm's entries that earned it.
 
