@@ -354,12 +354,13 @@ with ThreadPoolExecutor(48) as pool:
 
 def test_fallback_counts_shared_memory_once() -> None:
     # Resident memory summed over 5 processes is ~5 x 96 MiB, over the 256 MiB
-    # bound; their proportional memory (Pss) is ~96 MiB: the run is left alone.
+    # bound; their proportional memory (Pss) is ~96 MiB plus five interpreters'
+    # private pages (CI has read up to 134 MiB): under the bound, the run is left alone.
     sandbox = sandbox_for("fallback", run_memory_mb=BOUND_MB)
     with MemorySampler() as sampled:
         result = sandbox.run(python_argv("-"), stdin=SHARED, timeout_s=30)
     assert result.ok and result.stdout == "0\n" and result.resource_exceeded is None, result
-    assert max(sampled.rss) > BOUND_MB * MIB > 2 * max(sampled.pss), (sampled.rss, sampled.pss)
+    assert max(sampled.rss) > BOUND_MB * MIB > max(sampled.pss), (sampled.rss, sampled.pss)
 
 
 def test_fallback_catches_copy_on_write_growth() -> None:
