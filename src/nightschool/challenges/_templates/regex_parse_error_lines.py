@@ -27,12 +27,12 @@ from nightschool.challenges._templates._kit import (
     twists,
     variant,
 )
-from nightschool.challenges._templates.regex_parse_kit import separates
+from nightschool.challenges._templates.regex_parse_kit import LOG_FORMATS, separates
 from nightschool.challenges._templates.starters import regex_parse as starters
 
 WHAT = ("list", "last", "per_module", "per_hour")
 """What to report: every ERROR entry, each module's latest, counts per module, counts per hour."""
-FORMATS = ("fmt_bracket", "fmt_colon", "fmt_kv")
+FORMATS = LOG_FORMATS
 """The log's line format."""
 OUTPUTS = ("out_plain", "out_csv")
 """Output lines: fields separated by spaces, or CSV with a header line."""
@@ -40,11 +40,11 @@ OUTPUTS = ("out_plain", "out_csv")
 _SOLUTION = r"""
     import re
 
+    SEP = " "  #+out_plain
+    SEP = ","  #+out_csv
     ENTRY = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) (\w+) \[(\w+)\] (.*)$")  #+fmt_bracket
     ENTRY = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) \[(\w+)\] (\w+): (.*)$")  #+fmt_colon
     ENTRY = re.compile(r'^date=\S+ time=(\S+) level=(\w+) module=(\w+) msg="(.*)"$')  #+fmt_kv
-    SEP = " "  #+out_plain
-    SEP = ","  #+out_csv
     with open("window.txt") as handle:  #+t3
         start, end = handle.read().split()  #+t3
     entries = []

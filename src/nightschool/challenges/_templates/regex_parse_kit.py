@@ -6,6 +6,10 @@ from collections.abc import Callable, Sequence
 
 from nightschool.challenges._templates import _kit
 
+LOG_FORMATS = ("fmt_bracket", "fmt_colon", "fmt_kv")
+"""The line formats of the `error_lines` logs (program and starter): `LEVEL [MODULE] MESSAGE`,
+`[LEVEL] MODULE: MESSAGE`, `key=value` pairs."""
+
 
 def separates(result: Callable[[set[str]], object], own: set[str], *axes: Sequence[str]) -> bool:
     """True when the seed's data tells its task apart from every other task over `axes`.

@@ -23,11 +23,11 @@ from nightschool.challenges._templates._kit import (
     shown_example,
     variant,
 )
-from nightschool.challenges._templates.regex_parse_kit import separates
+from nightschool.challenges._templates.regex_parse_kit import LOG_FORMATS, separates
 
 WHAT = ("list", "per_module", "last", "per_hour")
 """What the function returns."""
-FORMATS = ("fmt_bracket", "fmt_colon", "fmt_kv")
+FORMATS = LOG_FORMATS
 """The log's line format."""
 SEVERITY = ("sev_error", "sev_warn")
 """Which entries count: LEVEL ERROR, or LEVEL WARN or ERROR."""
