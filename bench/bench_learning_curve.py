@@ -9,6 +9,11 @@ the last checkpoint (nothing / lessons only / skills only / both / placebo / equ
 compute). Set (a) is recall (new seeds of practised templates); set (b) is the
 held-out figure, and each verdict pairs templates, not items.
 
+Last, the **replay check**: every skill the dream learned (its passing code) is
+run as the answer to every held-out item through the challenge's own validator
+(real sandbox). An item a learned skill passes as it stands is not held out from
+what was learned: a win there is recall, whatever its set.
+
 Targets (issue "Learning that shows"): after at most 2 hours of dreaming, (a) up
 at least +10 points and promoted by the gate; (b) not significantly lower.
 
@@ -36,6 +41,40 @@ import time
 from pathlib import Path
 
 SCRIPT = Path(sys.executable).with_name("nightschool")
+
+
+def replay_check(out: Path, home: Path) -> dict[str, dict[str, list[str]]]:
+    """Learned skills replayed as answers to the held-out items of the curve in `out`.
+
+    Args:
+        out: the curve's `--out` (its `meta.json` names tiers, per-cell and seed).
+        home: the curve's `NIGHTSCHOOL_HOME` (its database holds the skills).
+
+    Returns:
+        Per set (`a`, `b`): `items`, the task ids; `replayable`, those some
+        skill's code passes as it stands (with the skill's id after a space).
+    """
+    from nightschool.challenges import evaluate
+    from nightschool.evals.curve import build_heldout
+    from nightschool.playbook import SkillMemory
+    from nightschool.sandbox import Sandbox
+    from nightschool.store import Store
+
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    heldout = build_heldout(meta["tiers"], meta["per_cell"], meta["seed"])
+    with Store.open(home / "nightschool.db") as store:
+        skills = [s for s in SkillMemory(store).list(kind="skill") if s.code_example]
+    sandbox = Sandbox()
+    found: dict[str, dict[str, list[str]]] = {
+        name: {"items": [], "replayable": []} for name in ("a", "b")
+    }
+    for item in heldout.items:
+        found[item.set_name]["items"].append(item.task_id)
+        for skill in skills:
+            if evaluate(sandbox, item.challenge, skill.code_example).passed:
+                found[item.set_name]["replayable"].append(f"{item.task_id} {skill.id}")
+                break
+    return found
 
 
 def main() -> int:
@@ -121,6 +160,11 @@ def main() -> int:
                 value = final[(arm, set_name)]
                 cells.append(f"{arm} {value:.3f} ({(value - start[set_name]) * 100:+.1f})")
         print(f"  set ({set_name}): " + " · ".join(cells))
+    replay = replay_check(out, home)
+    print("\nreplay check (each learned skill's code run as the answer to each held-out item):")
+    for set_name, found in replay.items():
+        print(f"  set ({set_name}): {len(found['replayable'])} of {len(found['items'])} items "
+              f"passed by a learned skill as it stands: {found['replayable'] or 'none'}")  # fmt: skip
     return 0
 
 
