@@ -28,6 +28,7 @@ from nightschool.evals.stream import (
     run_stream,
     split_public,
     write_csv,
+    written_since,
 )
 from nightschool.lessons.extraction import LessonExtractor
 from nightschool.llm.scripted import ScriptedModel
@@ -332,6 +333,21 @@ def _row(position: int, arm: str, passed: bool) -> StreamRow:
     return StreamRow(
         position, f"t{position}", arm, passed, passed, "", 100, 10 if arm == "memory" else 0
     )
+
+
+def test_what_was_written_later_leaves_out_an_entry_written_before_and_reinforced_later() -> None:
+    # a placebo or combined answer at position 3 of a resumed run may draw what the
+    # memory held before task 3: X (written at 0, reinforced at 5), never Y (written at 6)
+    rows = [
+        dataclasses.replace(_row(0, "memory", True), learned="skill:written", learned_id="X"),
+        dataclasses.replace(_row(5, "memory", True), learned="skill:reinforced", learned_id="X"),
+        dataclasses.replace(_row(6, "memory", True), learned="lesson:written", learned_id="Y"),
+        dataclasses.replace(_row(7, "memory", False), learned="lesson:rejected"),
+        dataclasses.replace(_row(8, "strategy", True), learned="strategy:written", learned_id="S"),
+    ]
+    assert written_since(rows, "memory", 3) == {"Y"}
+    assert written_since(rows, "memory", 0) == {"X", "Y"}
+    assert written_since(rows, "strategy", 3) == {"S"} and not written_since(rows, "strategy", 9)
 
 
 def test_report_pairs_arms_per_task_and_gates_each_half(tmp_path: Path) -> None:

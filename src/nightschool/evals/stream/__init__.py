@@ -82,6 +82,7 @@ from nightschool.evals.stream._run import (
     run_stream,
     start_memory_from,
 )
+from nightschool.evals.stream._rundir import written_since
 from nightschool.evals.stream._static import STATIC_K, static_examples, static_recall
 from nightschool.evals.stream._strategy import (
     STRATEGY_K,
@@ -165,4 +166,5 @@ __all__ = [
     "strategy_recall",
     "validator_source",
     "write_csv",
+    "written_since",
 ]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from nightschool.errors import UserError
 from nightschool.evals.stream._abstain import abstaining_recall
 from nightschool.evals.stream._facts import facts_recall
-from nightschool.evals.stream._rundir import StreamRow
+from nightschool.evals.stream._rundir import StreamRow, written_since
 from nightschool.evals.stream._strategy import STRATEGY_ARM, strategy_recall
 from nightschool.evals.stream._tasks import StreamTask
 from nightschool.lessons.skills import Recall, shown_recall
@@ -61,13 +61,9 @@ def combined_recall(
             f"the combined arm reads the strategy arm, which has not answered {task.task_id} yet",
             hint="run it after the strategy arm (--arms ...,strategy,combined)",
         )
-    later = {  # written at this position or later (a reinforced item existed before)
-        r.learned_id
-        for r in rows
-        if r.arm == STRATEGY_ARM and r.position >= position and r.learned == "strategy:written"
-    }
+    later = written_since(rows, STRATEGY_ARM, position)
     facts = facts_recall(store, earlier).lessons
-    strategy = strategy_recall(strategies, task, exclude=later - {""}).lessons
+    strategy = strategy_recall(strategies, task, exclude=later).lessons
     earned = abstaining_recall(memory, task.task_id, position, rows)
     if not facts and not strategy and not earned.lessons and not earned.skills:
         return Recall()

@@ -43,6 +43,7 @@ from nightschool.evals.stream._rundir import (
     StreamRun,
     StreamSettings,
     start_memory_from,
+    written_since,
 )
 from nightschool.evals.stream._static import static_recall
 from nightschool.evals.stream._strategy import distill_strategy, strategy_recall
@@ -245,11 +246,9 @@ def _arm_recall(
     if arm == "memory":
         return _shown(ctx, settings, task)
     if arm == "placebo":
-        later = {r.learned_id for r in rows if r.arm == "memory" and r.position >= position}
         counts = _counts(ctx, settings, task, rows)
-        return placebo_recall(
-            ctx.memory, task, counts, later - {""}, verified_only=as_chat(settings)
-        )
+        later = written_since(rows, "memory", position)
+        return placebo_recall(ctx.memory, task, counts, later, verified_only=as_chat(settings))
     if arm == "curated":
         return curated_recall(ctx.memory, task, position, rows, k=settings.skills_k)
     if arm == "static":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -93,6 +94,20 @@ class StreamRow:
     model_calls: int = 1
     reused: bool = False
     duration_s: float = 0.0
+
+
+def written_since(rows: Iterable[StreamRow], arm: str, position: int) -> set[str]:
+    """Ids of the entries `arm` wrote at `position` or later (`learned` ending in `:written`).
+
+    What an arm that draws from another arm's memory "as it was before this task"
+    must leave out on a resumed run, where the memory already holds later entries.
+    An entry written earlier and only reinforced later existed before: not in it.
+    """
+    return {
+        r.learned_id
+        for r in rows
+        if r.arm == arm and r.position >= position and r.learned.endswith(":written")
+    } - {""}
 
 
 class StreamRun:
