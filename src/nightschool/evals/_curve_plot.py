@@ -25,7 +25,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     styles = {"a": "-", "b": "--"}
-    labels = {"a": "(a) recall: new seeds", "b": "(b) held out: unseen templates"}
+    labels = {"a": "(a) same family: new tasks", "b": "(b) held out: unseen templates"}
     for set_name in ("a", "b"):
         for arm in ARMS:
             mine = [
