@@ -17,8 +17,15 @@ Four parts, printed side by side in one run (`--parts`, default all three):
 - **dream**: `--cycles` self-play cycles per arm through the real dream loop
   (`open_practice`: solver, bubblewrap sandbox, SQLite in a temporary home,
   the same `--seed`), each arm in its own process:
-  *old* runs the code at `--old-ref` (a git worktree; the last commit before
-  per-call threads and prefix reuse) and *new* the working tree, both with the
+  *old* is the issue's starting point and *new* the working tree as a user
+  gets it (threads chosen per call, `NIGHTSCHOOL_THREADS` unset). With `--old
+  settings` (the default) *old* is the working tree at the starting settings
+  (`NIGHTSCHOOL_THREADS=1`, no prefix reuse): the same template bank, so the
+  arms render the same challenges and the cycles pair. With `--old ref` it is
+  the code at `--old-ref` (a git worktree; the last commit before per-call
+  threads and prefix reuse); since the bank's seeds draw new tasks (issue
+  "Transfer, measured honestly") that code renders other challenges for the
+  same seed, so its cycles do not pair with the new arm's. Both arms use the
   settings a user gets by default (`--verify-k 6`, dream's default: a passing
   cycle's skill is verified on fresh renderings). Printed: cycles per hour,
   passes, prompt tokens decoded per cycle, verification's share of the time
@@ -27,7 +34,8 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   of prefix reuse (`nightschool.llm._prefix`).
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
-[--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream] [--out F]`.
+[--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream]
+[--old settings|ref] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -330,9 +338,18 @@ def dream_arm(
         }
 
 
-def run_arm(src: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Run `dream_arm` in a child process importing `nightschool` from `src`."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
+OLD_SETTINGS = {"NIGHTSCHOOL_THREADS": "1", "NIGHTSCHOOL_REUSE_PREFIX": "0"}
+"""The issue's starting settings: one llama.cpp thread, the KV cache forgotten between calls."""
+
+
+def run_arm(src: Path, args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
+    """Run `dream_arm` in a child process importing `nightschool` from `src`.
+
+    `settings` are the arm's environment variables; the new arm's thread choice
+    is never fixed by the caller's own `NIGHTSCHOOL_THREADS`.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "NIGHTSCHOOL_THREADS"}
+    env.update(settings, PYTHONPATH=str(src))
     command = [
         sys.executable, __file__, "--child-arm", "--model", args.model, "--cycles",
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
@@ -360,9 +377,12 @@ def old_tree(ref: str) -> Any:
 
 def dream(args: argparse.Namespace) -> dict[str, Any]:
     """Old and new arms on the same seed; the paired figures."""
-    with old_tree(args.old_ref) as old_src:
-        old = run_arm(old_src, args)
-    new = run_arm(ROOT / "src", args)
+    if args.old == "settings":
+        old = run_arm(ROOT / "src", args, OLD_SETTINGS)
+    else:
+        with old_tree(args.old_ref) as old_src:
+            old = run_arm(old_src, args, {})
+    new = run_arm(ROOT / "src", args, {})
     same = sum(a["codes"] == b["codes"] for a, b in zip(old["cycles"], new["cycles"], strict=True))
     return {"old": old, "new": new, "same_attempts": same}
 
@@ -428,6 +448,12 @@ def main() -> None:
     parser.add_argument("--verify-k", type=int, default=6, help="dream's default: 6")
     parser.add_argument("--parts", default="ceiling,ours,spec,dream")
     parser.add_argument("--spec-threads", type=int, default=2)
+    parser.add_argument(
+        "--old",
+        choices=("settings", "ref"),
+        default="settings",
+        help="the old dream arm: this tree at 1 thread (same challenges) or the code at --old-ref",
+    )
     parser.add_argument("--old-ref", default=OLD_REF)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-arm", action="store_true", help=argparse.SUPPRESS)
