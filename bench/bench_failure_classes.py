@@ -44,11 +44,8 @@ def main() -> int:
     rows = read_lines(args.run / "rows.jsonl")
     mine = {r["task_id"]: r for r in rows if r["arm"] == args.arm}
     failed = [r for r in mine.values() if not r["public_passed"]]
-    store = Store.open(args.run / "memory.db")
-    try:
+    with Store.open(args.run / "memory.db") as store:
         lines = checker_lines(store, args.arm)
-    finally:
-        store.close()
     others = [a for a in args.against.split(",") if a]
     by_arm = {a: {r["task_id"]: r for r in rows if r["arm"] == a} for a in others}
     classes: dict[str, list[str]] = collections.defaultdict(list)

@@ -6,8 +6,9 @@ side by side: pass@1 of held-out set (a) new seeds of practised templates and (b
 templates never practised, at the start and at every checkpoint; the lift in
 points against the start with the promotion gate's verdict; and the ablation at
 the last checkpoint (nothing / lessons only / skills only / both / placebo / equal
-compute). Set (a) is recall (new seeds of practised templates); set (b) is the
-held-out figure, and each verdict pairs templates, not items.
+compute). Set (a) is "same family" (new tasks of practised templates' families,
+never the headline); set (b) is the held-out figure (templates never practised),
+and each verdict pairs templates, not items.
 
 Last, the **replay check**: every skill the dream learned (its passing code) is
 run as the answer to every held-out item through the challenge's own validator
