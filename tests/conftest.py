@@ -168,9 +168,20 @@ STORE_BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Run each test that takes `store` on SQLite and on a real Postgres server."""
+    """Run each test that takes `store` on SQLite and on a real Postgres server.
+
+    A test marked `store_backends(name, ...)` runs on those only: the long
+    integration tests whose time goes to the model or the sandbox, not to the
+    store (what they store is the store tests' subject, on both backends);
+    they are spread over the two so that each backend still sees each path.
+    """
     if "store" in metafunc.fixturenames:
-        metafunc.parametrize("store", STORE_BACKENDS, indirect=True)
+        marker = metafunc.definition.get_closest_marker("store_backends")
+        backends = marker.args if marker is not None else STORE_BACKENDS
+        unknown = set(backends) - set(STORE_BACKENDS)
+        if unknown or not backends:
+            raise pytest.UsageError(f"store_backends takes some of {STORE_BACKENDS}: {backends}")
+        metafunc.parametrize("store", backends, indirect=True)
 
 
 @pytest.fixture(scope="session")

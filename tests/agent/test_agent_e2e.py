@@ -43,6 +43,7 @@ def user(text: str) -> Message:
     return {"role": "user", "content": text}
 
 
+@pytest.mark.store_backends("postgres")
 def test_one_real_turn_is_recorded(model: EmbeddedModel, store: Store, tmp_path: Path) -> None:
     pipe = ChatPipeline(
         model=model,
@@ -78,6 +79,7 @@ def test_verifier_grammar_holds_on_the_embedded_model(model: EmbeddedModel) -> N
     assert 0.0 <= verdict.confidence <= 1.0 and verdict.note
 
 
+@pytest.mark.store_backends("sqlite")
 def test_correction_becomes_a_lesson_that_the_next_similar_turn_sees(
     model: EmbeddedModel, store: Store, tmp_path: Path
 ) -> None:
@@ -126,6 +128,7 @@ def test_correction_becomes_a_lesson_that_the_next_similar_turn_sees(
     assert third.trajectory.extra["lessons_shown"] == list(third.lessons_shown)
 
 
+@pytest.mark.store_backends("postgres")
 def test_the_requests_example_is_run_and_a_failure_redrawn_on_the_real_model(
     model: EmbeddedModel, store: Store, tmp_path: Path
 ) -> None:

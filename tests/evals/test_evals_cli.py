@@ -162,6 +162,7 @@ def test_model_down_exits_3_and_remote_model_is_refused_with_2() -> None:
 
 def nightschool(*args: str, home: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    env.setdefault("NIGHTSCHOOL_MAX_TOKENS", "192")  # a function fits; SmolLM2 rambles to any cap
     env.pop("NIGHTSCHOOL_BASE_URL", None)
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout

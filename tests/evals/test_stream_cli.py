@@ -22,6 +22,7 @@ REFERENCE = {p.task_id: p for p in load_problems()}
 
 def nightschool(*args: str, home: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    env.setdefault("NIGHTSCHOOL_MAX_TOKENS", "192")  # a function fits; SmolLM2 rambles to any cap
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout
     )

@@ -24,6 +24,7 @@ SCRIPT = Path(sys.executable).with_name("nightschool")
 
 def nightschool(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NIGHTSCHOOL_HOME": str(home), "COLUMNS": "200"}
+    env.setdefault("NIGHTSCHOOL_MAX_TOKENS", "192")  # a function fits; SmolLM2 rambles to any cap
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=900
     )

@@ -544,6 +544,7 @@ class Recording:
         return self.last
 
 
+@pytest.mark.store_backends("sqlite")
 @pytest.mark.e2e
 @pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not importable"

@@ -244,6 +244,7 @@ def test_heldout_sets_are_disjoint_and_cover_every_cluster_and_tier() -> None:
         check_disjoint(heldout, leaked)
 
 
+@pytest.mark.store_backends("postgres")
 def test_learning_curve_measures_gates_and_writes_files(
     tmp_path: Path, store: Store, memory: SkillMemory, rendered: dict[str, Challenge]
 ) -> None:

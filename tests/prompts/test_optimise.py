@@ -35,7 +35,9 @@ from nightschool.watchdog.prompt_phase import optimise_prompt_phase
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 MARKER = "Check the edge cases against the task's examples."
-CONFIG = OptimiseConfig(budget=12, train=3, holdout=6, tier="starter", seed=3)
+# seed 6: no web_automation task in the training draw (each costs a Chromium start, ~4 s;
+# the web path is tested with its own cluster); every other seed-3 property holds
+CONFIG = OptimiseConfig(budget=12, train=3, holdout=6, tier="starter", seed=6)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +94,7 @@ def test_the_training_tier_is_private_and_the_holdout_balanced() -> None:
     assert pick_holdout(CONFIG.model_copy(update={"seed": 4}))[1] != holdout  # fresh per seed
 
 
+@pytest.mark.store_backends("sqlite")
 def test_a_better_prompt_wins_on_the_holdout_and_is_registered(
     store: Store, sandbox: Sandbox
 ) -> None:
@@ -128,6 +131,7 @@ def test_a_better_prompt_wins_on_the_holdout_and_is_registered(
     assert sum(c.prompt in holdout for c in task.asked) == 12
 
 
+@pytest.mark.store_backends("postgres")
 def test_junk_from_the_reflection_model_registers_nothing(store: Store, sandbox: Sandbox) -> None:
     task = TaskModel(CONFIG, with_marker)
     reflector = proposing("Write code. Be fast. Never mind the examples.")
@@ -141,6 +145,7 @@ def test_junk_from_the_reflection_model_registers_nothing(store: Store, sandbox:
     assert registry.history(store) == []
 
 
+@pytest.mark.store_backends("sqlite")
 def test_a_prompt_that_only_helps_on_training_tasks_is_refused_by_the_gate(
     store: Store, sandbox: Sandbox
 ) -> None:
@@ -159,6 +164,7 @@ def test_a_prompt_that_only_helps_on_training_tasks_is_refused_by_the_gate(
     assert registry.history(store) == []
 
 
+@pytest.mark.store_backends("postgres")
 def test_ctrl_c_while_measuring_the_holdout_registers_nothing(
     store: Store, sandbox: Sandbox
 ) -> None:
@@ -178,6 +184,7 @@ def test_ctrl_c_while_measuring_the_holdout_registers_nothing(
     assert registry.history(store) == []
 
 
+@pytest.mark.store_backends("postgres")
 def test_a_promotion_counts_only_against_the_prompt_it_beat(store: Store, sandbox: Sandbox) -> None:
     first = registry.register(
         store,
@@ -208,10 +215,11 @@ def test_only_the_solver_slot_has_an_optimiser(store: Store, sandbox: Sandbox) -
     assert not model.calls
 
 
+@pytest.mark.store_backends("sqlite")
 def test_the_idle_phase_runs_one_optimisation(
     store: Store, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    stamp = 1_700_000_003
+    stamp = 1_700_000_006  # seed 6, as CONFIG: no web task in the training draw
     config = OptimiseConfig(train=3, holdout=6, seed=stamp % 1_000_000)
     task = TaskModel(config, with_marker)
     result = optimise_prompt_phase(
