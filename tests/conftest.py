@@ -163,6 +163,17 @@ def serve_process() -> type[ServeProcess]:
     return ServeProcess
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the end-to-end tests first (stable order otherwise).
+
+    They are the suite's longest (the model's minutes); started first, the two
+    workers of `-n 2` fill in with the short tests around them instead of one
+    worker finishing a long test alone at the end (longest first keeps the
+    makespan short). Every worker sorts the same collection the same way.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+
+
 STORE_BACKENDS = ("sqlite", "postgres")
 """Every test that takes the `store` fixture runs once per backend."""
 
