@@ -47,7 +47,11 @@ def _reachable(pairs: list[PairedResult], rest: int, gate: GateConfig) -> bool:
 
 
 def verifications(db: Path) -> list[list[dict[str, tuple[bool, float]]]]:
-    """Each verification's renderings in solve order: {arm: (passed, seconds)}."""
+    """Each verification's renderings in solve order: {arm: (passed, seconds)}.
+
+    Read with sqlite3 read-only, not `Store.open`, which migrates the file: the
+    stores read here are committed benchmark results.
+    """
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = conn.execute(
