@@ -312,6 +312,20 @@ def test_the_sequence_time_limit_stops_it_and_closes_the_context(fresh_site: Sit
         browser.close()
 
 
+def test_reset_closes_the_context_and_keeps_chromium(
+    session: BrowserSession, fresh_site: Site
+) -> None:
+    assert session.goto(f"{fresh_site.url}/form").error is None
+    processes = _tagged_processes(session._tag)
+    assert processes and session.reset()
+    assert not session.is_open
+    assert session.read().error == "no page loaded: goto a URL first"
+    assert session.goto(f"{fresh_site.url}/form").error is None
+    assert _tagged_processes(session._tag) == processes  # no new Chromium
+    session.close()
+    assert not session.reset()
+
+
 def test_a_browser_that_stops_answering_is_killed(fresh_site: Site) -> None:
     config = BrowserConfig(action_timeout_s=1.0, hang_grace_s=2.0, navigation_timeout_s=15.0)
     browser = BrowserSession(config, name="hang")

@@ -35,6 +35,7 @@ from nightschool.challenges import (
     web_problem,
 )
 from nightschool.challenges._templates._web_kit import site_setup, web_validator
+from nightschool.challenges._webrun import _WARM
 from nightschool.challenges._website import Login, Site, serving
 from nightschool.challenges.generated import ChallengeGenerator
 from nightschool.llm import ScriptedModel
@@ -255,6 +256,34 @@ def test_a_solved_web_challenge_keeps_its_final_page_in_the_trajectory(sandbox: 
     assert shot["number"] == 1 and shot["url"].endswith("/thanks")
     assert (shot["width"], shot["height"]) == (800, 600) and 0 < shot["bytes"] <= 200_000
     assert base64.b64decode(shot["png_base64"]).startswith(b"\x89PNG")
+
+
+@needs_browser
+def test_evaluations_share_one_chromium_each_on_a_fresh_context(sandbox: Sandbox) -> None:
+    # Cookies ignore the port, so one left by the first evaluation's site would reach the
+    # second's (another port, same host) if the context were kept: it is not.
+    visits = Site(
+        pages={
+            "/": "<p id='n'></p><script>const n = +(document.cookie.split('visits=')[1] || 0)"
+            " + 1; document.cookie = 'visits=' + n + '; path=/';"
+            " document.getElementById('n').textContent = n;</script>"
+        }
+    )
+    source = """
+import os
+from playwright.sync_api import sync_playwright
+with sync_playwright() as p:
+    page = p.chromium.launch().new_page()
+    page.goto(os.environ["NS_PAGE_URL"])
+    print("visits", page.inner_text("#n"))
+"""
+    tags = []
+    for _ in range(2):
+        out, _record = run(sandbox, source, visits)
+        assert out == "visits 1"
+        [warm] = _WARM._idle  # the one session, kept started between evaluations
+        tags.append(warm._tag)
+    assert tags[0] == tags[1] and tags[0]  # the same Chromium process answered both
 
 
 # -- where the cluster is left out ------------------------------------------------------
