@@ -277,6 +277,7 @@ with sync_playwright() as p:
     page.goto(os.environ["NS_PAGE_URL"])
     print("visits", page.inner_text("#n"))
 """
+    _WARM.close()  # earlier tests of this process (two at once) may have left two idle
     tags = []
     for _ in range(2):
         out, _record = run(sandbox, source, visits)
