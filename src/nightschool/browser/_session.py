@@ -212,7 +212,7 @@ class BrowserSession:
             if self._executor is None:
                 return True
             try:
-                self._executor.submit(self._reset_work).result(timeout=self.config.hang_grace_s)
+                self._executor.submit(self._close_context).result(timeout=self.config.hang_grace_s)
             except Exception:
                 logger.debug("browser session %s: reset failed", self.name, exc_info=True)
                 return False
@@ -323,10 +323,6 @@ class BrowserSession:
                 context.close()
             except Exception:
                 logger.debug("browser session %s: context close failed", self.name)
-
-    def _reset_work(self) -> None:
-        self._close_context()
-        self._refused = []
 
     def _stop_work(self) -> None:
         self._close_context()
