@@ -20,8 +20,10 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   *old* is the issue's starting point and *new* the working tree as a user
   gets it (threads chosen per call, `NIGHTSCHOOL_THREADS` unset). With `--old
   settings` (the default) *old* is the working tree at the starting settings
-  (`NIGHTSCHOOL_THREADS=1`, no prefix reuse): the same template bank, so the
-  arms render the same challenges and the cycles pair. With `--old ref` it is
+  (`NIGHTSCHOOL_THREADS=1`, no prefix reuse, verification's `control-first`
+  order: every rendering's control solved, then its candidate): the same
+  template bank, so the arms render the same challenges and the cycles pair.
+  `--reuse-arm` adds *reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=1`. With `--old ref` it is
   the code at `--old-ref` (a git worktree; the last commit before per-call
   threads and prefix reuse); since the bank's seeds draw new tasks (issue
   "Transfer, measured honestly") that code renders other challenges for the
@@ -35,7 +37,7 @@ Four parts, printed side by side in one run (`--parts`, default all three):
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
 [--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream]
-[--old settings|ref] [--out F]`.
+[--old settings|ref] [--reuse-arm] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -263,9 +265,13 @@ def speculative(model: str, threads: int) -> dict[str, Any]:
 
 
 def dream_arm(
-    model: str, cycles: int, seed: int, cluster: str | None, verify_k: int
+    model: str, cycles: int, seed: int, cluster: str | None, verify_k: int, verify_order: str
 ) -> dict[str, Any]:
-    """Run `cycles` dream cycles in a temporary home with this process's `nightschool`."""
+    """Run `cycles` dream cycles in a temporary home with this process's `nightschool`.
+
+    `verify_order` is set on the dream's `PairedVerifier` (`adaptive`, the
+    default a user gets, or `control-first`, the order at the issue's start).
+    """
     from nightschool.cli._common import open_store
     from nightschool.config import Settings
     from nightschool.llm import make_model
@@ -290,6 +296,8 @@ def dream_arm(
                 curriculum=cluster is None,
                 home=settings.home_dir(),
             ) as practice:
+                if practice.loop.verifier is not None:
+                    practice.loop.verifier.order = verify_order
                 start = time.perf_counter()
                 results = practice.loop.run(cycles, cluster=cluster)
                 elapsed = time.perf_counter() - start
@@ -339,10 +347,16 @@ def dream_arm(
 
 
 OLD_SETTINGS = {"NIGHTSCHOOL_THREADS": "1", "NIGHTSCHOOL_REUSE_PREFIX": "0"}
-"""The issue's starting settings: one llama.cpp thread, the KV cache forgotten between calls."""
+"""The issue's starting settings: one llama.cpp thread, the KV cache forgotten between calls
+(and, `run_arm`'s `verify_order`, every verification rendering's control solved first)."""
+
+REUSE_SETTINGS = {"NIGHTSCHOOL_REUSE_PREFIX": "1"}
+"""The `reuse` arm (`--reuse-arm`): the new arm with KV prefix reuse on."""
 
 
-def run_arm(src: Path, args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
+def run_arm(
+    src: Path, args: argparse.Namespace, settings: dict[str, str], verify_order: str = "adaptive"
+) -> dict[str, Any]:
     """Run `dream_arm` in a child process importing `nightschool` from `src`.
 
     `settings` are the arm's environment variables; the new arm's thread choice
@@ -353,6 +367,7 @@ def run_arm(src: Path, args: argparse.Namespace, settings: dict[str, str]) -> di
     command = [
         sys.executable, __file__, "--child-arm", "--model", args.model, "--cycles",
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
+        "--verify-order", verify_order,
     ]  # fmt: skip
     if args.cluster:
         command += ["--cluster", args.cluster]
@@ -378,13 +393,21 @@ def old_tree(ref: str) -> Any:
 def dream(args: argparse.Namespace) -> dict[str, Any]:
     """Old and new arms on the same seed; the paired figures."""
     if args.old == "settings":
-        old = run_arm(ROOT / "src", args, OLD_SETTINGS)
+        old = run_arm(ROOT / "src", args, OLD_SETTINGS, verify_order="control-first")
     else:
         with old_tree(args.old_ref) as old_src:
             old = run_arm(old_src, args, {})
-    new = run_arm(ROOT / "src", args, {})
-    same = sum(a["codes"] == b["codes"] for a, b in zip(old["cycles"], new["cycles"], strict=True))
-    return {"old": old, "new": new, "same_attempts": same}
+    arms = {"old": old, "new": run_arm(ROOT / "src", args, {})}
+    if args.reuse_arm:
+        arms["reuse"] = run_arm(ROOT / "src", args, REUSE_SETTINGS)
+    same = {
+        name: sum(
+            a["codes"] == b["codes"] for a, b in zip(old["cycles"], arm["cycles"], strict=True)
+        )
+        for name, arm in arms.items()
+        if name != "old"
+    }
+    return {**arms, "same_attempts": same["new"], "same_attempts_by_arm": same}
 
 
 def show(report: dict[str, Any]) -> None:
@@ -425,18 +448,25 @@ def show(report: dict[str, Any]) -> None:
         print(f"\ndream, {n} cycles per arm, same seed")
         print(f"{'arm':>4} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
               f"{'cached':>7} {'gen tokens':>10} {'verify %':>9}  threads")  # fmt: skip
-        for arm in ("old", "new"):
+        for arm in ("old", "new", "reuse"):
+            if arm not in d:
+                continue
             a = d[arm]
             decoded = (a["tokens_in"] - a["tokens_cached"]) / n
             print(f"{arm:>4} {3600 * n / a['elapsed_s']:>9.1f} "
                   f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} "
                   f"{a['tokens_cached']:>7} {a['tokens_out']:>10} "
                   f"{a['verification_s'] / a['elapsed_s']:>9.0%}  {a['threads']}")  # fmt: skip
-        old, new = d["old"], d["new"]
-        speed = old["elapsed_s"] / new["elapsed_s"]
-        fewer = 1 - (new["tokens_in"] - new["tokens_cached"]) / max(1, old["tokens_in"])
-        print(f"new / old: {speed:.2f}x cycles per hour; prompt tokens decoded {fewer:.0%} fewer; "
-              f"same attempts in {d['same_attempts']} of {n} cycles")  # fmt: skip
+        old = d["old"]
+        same = d.get("same_attempts_by_arm", {"new": d["same_attempts"]})
+        for arm in ("new", "reuse"):
+            if arm not in d:
+                continue
+            a = d[arm]
+            speed = old["elapsed_s"] / a["elapsed_s"]
+            fewer = 1 - (a["tokens_in"] - a["tokens_cached"]) / max(1, old["tokens_in"])
+            print(f"{arm} / old: {speed:.2f}x cycles per hour; prompt tokens decoded {fewer:.0%} "
+                  f"fewer; same attempts in {same[arm]} of {n} cycles")  # fmt: skip
 
 
 def main() -> None:
@@ -455,11 +485,18 @@ def main() -> None:
         help="the old dream arm: this tree at 1 thread (same challenges) or the code at --old-ref",
     )
     parser.add_argument("--old-ref", default=OLD_REF)
+    parser.add_argument(
+        "--reuse-arm", action="store_true", help="a third dream arm: new with KV prefix reuse on"
+    )
+    parser.add_argument("--verify-order", default="adaptive", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-arm", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_arm:
-        result = dream_arm(args.model, args.cycles, args.seed, args.cluster or None, args.verify_k)
+        result = dream_arm(
+            args.model, args.cycles, args.seed, args.cluster or None, args.verify_k,
+            args.verify_order,
+        )  # fmt: skip
         print(json.dumps(result))
         return
     parts = set(args.parts.split(","))

@@ -191,19 +191,78 @@ def test_verifier_skips_the_candidate_once_passing_controls_rule_out_promotion(
     solver = Solver(ScriptedModel(solve_all), Sandbox(), SolverConfig(max_attempts=1))
     verifier = PairedVerifier(solver, store=store, k=6)
     outcome = verifier.compare(TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(none)"])
-    # rendering 1: control passes, the candidate could still win the other five, so it
-    # runs (a tie); rendering 2: the control passes again, at most 4 wins remain: stop
+    # rendering 1: nothing known yet, the candidate goes first and passes, so its control
+    # runs and passes (a tie); the template now looks easy (3/4 by Laplace's rule), so
+    # rendering 2 starts with its control, which passes: no win either way, the candidate
+    # is deferred; at most 4 wins remain: stop
     assert not outcome.helps
     assert list(outcome.without.values()) == [True, True] and len(outcome.with_candidate) == 1
-    assert outcome.curtailed == 5
+    assert outcome.curtailed == 4 and outcome.deferred == 1
     record = outcome.record()
     assert record["with"] == [1, None, None, None, None, None]  # unsolved is not a failure
     assert record["without"] == [1, 1, None, None, None, None]
+    assert evidence(record) == (
+        "1/1 with it vs 2/2 without; 1 solved in one arm only: not a win either way; "
+        "stopped after 2 of 6: the gate could no longer promote"
+    )
     arms = store.query(
         "SELECT json_extract(record, '$.extra.verification_arm'), COUNT(*) FROM trajectories "
         "GROUP BY 1 ORDER BY 1"
     )
     assert [tuple(row) for row in arms] == [("candidate", 1), ("control", 2)]
+
+
+def test_a_failing_candidate_is_refused_without_solving_its_controls(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    # a lesson from a failed cycle, on a template the model fails: the candidate arm fails
+    # first, which no control result can turn into a win, so no control is solved
+    solver = Solver(learner(rendered, solves_dream=False), Sandbox(), SolverConfig())
+    verifier = PairedVerifier(solver, store=store, k=6)
+    outcome = verifier.compare(TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(none)"])
+    assert not outcome.helps and outcome.without == {}
+    assert list(outcome.with_candidate.values()) == [False, False]
+    assert outcome.deferred == 2 and outcome.curtailed == 4
+    arms = store.query(
+        "SELECT json_extract(record, '$.extra.verification_arm'), COUNT(*) FROM trajectories "
+        "GROUP BY 1"
+    )
+    assert [tuple(row) for row in arms] == [("candidate", 2)]
+    # the order before solved both arms of both renderings
+    before = PairedVerifier(solver, k=6, order="control-first")
+    old = before.compare(TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(none)"])
+    assert not old.helps and old.deferred == 0
+    assert list(old.without.values()) == list(old.with_candidate.values()) == [False, False]
+    with pytest.raises(ValueError, match="unknown verification order"):
+        PairedVerifier(solver, order="candidate-last")
+
+
+@pytest.mark.parametrize("deferred_control_passes", [False, True])
+def test_a_deferred_arm_is_solved_when_the_verdict_depends_on_it(
+    store: Store, rendered: dict[str, Challenge], deferred_control_passes: bool
+) -> None:
+    # the candidate fails the first rendering (its control deferred: a tie or a loss) and
+    # wins the other five: as a tie that would promote (5 wins, no loss), as a loss not,
+    # so the deferred control is solved before the verdict
+    verifier = PairedVerifier(Solver(ScriptedModel(lambda _m: ""), Sandbox()), k=6)
+    first_seed = verifier.seeds(TEMPLATE, "starter")[0][0]
+
+    def reply(messages: Sequence[Message]) -> str:
+        challenge = asked(rendered, messages)
+        assert challenge is not None
+        shown = "WORKED EXAMPLES" in messages[0]["content"]
+        good = (deferred_control_passes and not shown) if challenge.seed == first_seed else shown
+        code = challenge.reference_solution if good else challenge.wrong_solution
+        return f"```python\n{code}\n```"
+
+    solver = Solver(ScriptedModel(reply), Sandbox(), SolverConfig(max_attempts=1))
+    verifier = PairedVerifier(solver, store=store, k=6)
+    outcome = verifier.compare(TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(none)"])
+    assert outcome.deferred == 0 and outcome.curtailed == 0
+    assert outcome.without[first_seed] is deferred_control_passes
+    assert sum(outcome.with_candidate.values()) == 5
+    assert outcome.helps is not deferred_control_passes
+    assert outcome.record()["solved"] == 6
 
 
 def test_dream_turns_a_pass_into_a_verified_skill_with_provenance(

@@ -18,7 +18,7 @@ store's control trajectories whose `control_key` matches: the same model,
 solver settings, system prompt and rendering, `control_key`). Reused controls
 also let curtailment stop earlier, before any solve.
 
-Curtailment: before each solve the verifier asks the gate whether it could
+Curtailment: before each rendering the verifier asks the gate whether it could
 still promote if every unknown outcome went the candidate's way (an unsolved
 control fails, an unsolved candidate passes). When even that best case is
 refused, the comparison stops: the full run could only have been refused too,
@@ -26,6 +26,15 @@ so the verdict is the same and the remaining solves are saved. With k = 6 and
 pass/fail pairs, the second rendering that is not a candidate-only win ends
 it (5 wins and no loss are needed). Measured on the 0.5B model, a failed
 dream cycle's lesson verification took 12 solves (about 6.5 minutes) before.
+
+Deferral: a rendering is a candidate-only win only when the candidate passes
+and the control fails, so one arm's result can settle that it is not one (a
+failing candidate, a passing control). Each rendering solves first the arm
+likelier to settle it (the candidate while the template's estimated pass rate
+is at most 1/2: a rendering then costs 1 + P(pass) solves instead of 2), and
+the other arm only when the verdict could depend on it (`_settle`). A lesson
+from a failed cycle, on a template the model mostly fails, is then refused
+after two candidate solves instead of two controls and two candidates.
 """
 
 from __future__ import annotations
@@ -57,6 +66,10 @@ With pass/fail pairs the exact McNemar test then promotes only on 5 or more
 candidate-only wins and none the other way (p = 1/32): a strong, honest bar."""
 
 
+ORDERS = ("adaptive", "control-first")
+"""`PairedVerifier`'s orders of the arms within a rendering."""
+
+
 @dataclass(frozen=True)
 class Arm:
     """One arm's results, per seed (True: passed), with its cost in tokens."""
@@ -81,6 +94,9 @@ class Verification:
             promote (0: every rendering was solved).
         infrastructure_error: set when a fault stopped the comparison (no verdict
             is then trusted: `helps` is False).
+        deferred: renderings solved in one arm only, because that arm's result
+            already made them no candidate-only win (the control passed or the
+            candidate failed) and the verdict could not depend on the other.
     """
 
     template: str
@@ -92,6 +108,7 @@ class Verification:
     duration_s: float
     infrastructure_error: str | None = None
     curtailed: int = 0
+    deferred: int = 0
 
     @property
     def helps(self) -> bool:
@@ -109,7 +126,10 @@ class Verification:
             "seeds": list(self.seeds),
             "with": [_flag(self.with_candidate.get(s)) for s in self.seeds],
             "without": [_flag(self.without.get(s)) for s in self.seeds],
-            "solved": len(self.with_candidate),
+            "solved": len(self.with_candidate.keys() & self.without.keys()),
+            "solved_with": len(self.with_candidate),
+            "solved_without": len(self.without),
+            "deferred": self.deferred,
             "passes_with": sum(self.with_candidate.values()),
             "passes_without": sum(self.without.values()),
             "promote": self.helps,
@@ -127,18 +147,24 @@ class Verification:
 def evidence(record: dict[str, Any]) -> str:
     """`Verification.record()` in words: `2/6 with it vs 0/6 without`, and why fewer were solved.
 
-    The counts are over the renderings solved in both arms; when curtailment
-    stopped early (the gate could no longer promote), the sentence says so
-    instead of dividing by `k` as if all had been solved.
+    Each arm's count is over the renderings solved in that arm; when
+    curtailment stopped early (the gate could no longer promote) or a
+    rendering was solved in one arm only (already no candidate-only win), the
+    sentence says so instead of dividing by `k` as if all had been solved.
+    Records written before arms were deferred have no per-arm counts: both
+    are `solved` there.
     """
     k = record.get("k")
     solved = record.get("solved", k)
     text = (
-        f"{record.get('passes_with')}/{solved} with it vs "
-        f"{record.get('passes_without')}/{solved} without"
+        f"{record.get('passes_with')}/{record.get('solved_with', solved)} with it vs "
+        f"{record.get('passes_without')}/{record.get('solved_without', solved)} without"
     )
+    if record.get("deferred"):
+        text += f"; {record['deferred']} solved in one arm only: not a win either way"
     if record.get("curtailed"):
-        text += f"; stopped after {solved} of {k}: the gate could no longer promote"
+        looked = k - record["curtailed"] if isinstance(k, int) else solved
+        text += f"; stopped after {looked} of {k}: the gate could no longer promote"
     return text
 
 
@@ -163,6 +189,13 @@ class PairedVerifier:
             ever promote).
         gate: the gate's settings; None is `GateConfig()` (superiority, alpha 5%).
         session_id: recorded on the arms' trajectories.
+        order: `adaptive` (each rendering's likelier deciding arm first, the
+            other only when the verdict can depend on it: `_play`) or
+            `control-first` (the order before: every rendering's control, then
+            its candidate; more solves, every control cached for later runs).
+
+    Raises:
+        ValueError: an unknown `order`.
     """
 
     def __init__(
@@ -173,7 +206,11 @@ class PairedVerifier:
         k: int = DEFAULT_K,
         gate: GateConfig | None = None,
         session_id: str = "",
+        order: str = "adaptive",
     ) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"unknown verification order {order!r}: one of {', '.join(ORDERS)}")
+        self.order = order
         self.solver = solver.single_attempt()
         self.store = store
         self.k = k
@@ -240,65 +277,151 @@ class PairedVerifier:
         started = time.perf_counter()
         renderings = self.seeds(template, tier, exclude_hash, exclude_prompt)
         self._reuse_stored_controls(template, tier, renderings)
-        with_arm: dict[int, bool] = {}
-        control: dict[int, bool] = {}
-        pairs: list[PairedResult] = []
+        shown = {"lessons": list(lessons), "skills": list(skills), "skill_ids": list(skill_ids)}
+        run = _Run(template, tier, shown)
         fault: str | None = None
         curtailed = 0
         for index, (seed, challenge) in enumerate(renderings, start=1):
             rest = renderings[index - 1 :]
-            if not self._reachable(template, tier, pairs, rest):
+            if not self._reachable(template, tier, run.best_case(), rest):
                 curtailed = len(rest)
                 notify(f"verification stopped: the gate cannot promote ({curtailed} left)")
                 break
             notify(f"verifying {index}/{len(renderings)}: {template} · {tier} · seed {seed}")
             try:
-                base_passed, base_tokens = self._control_run(template, tier, seed, challenge)
-                control[seed] = base_passed
-                if base_passed and not self._reachable(template, tier, pairs, rest):
-                    curtailed = len(rest)  # a tie at best here, and the rest cannot make up
-                    notify(f"verification stopped: the gate cannot promote ({curtailed} left)")
-                    break
-                result = self.solver.solve(
-                    challenge,
-                    session_id=self.session_id,
-                    lessons=list(lessons),
-                    skills=list(skills),
-                    skill_ids=list(skill_ids),
-                )
+                fault = self._play(run, seed, challenge, rest)
             except ChallengeFaultError:
+                run.with_arm.pop(seed, None)  # its candidate may have run: no pair either way
                 continue
-            if result.infrastructure_error is not None:
-                if isinstance(result.infrastructure_error, ChallengeFaultError):
-                    continue
-                fault = (
-                    f"{type(result.infrastructure_error).__name__}: {result.infrastructure_error}"
-                )
+            if fault is not None:
                 break
-            self._record(result.trajectory, arm="candidate", seed=seed)
-            with_arm[seed] = result.passed
-            tokens = result.trajectory.tokens_in + result.trajectory.tokens_out
-            pairs.append(
-                PairedResult(
-                    task_id=f"{template}:{tier}:{seed}",
-                    incumbent_score=float(base_passed),
-                    candidate_score=float(result.passed),
-                    incumbent_cost=base_tokens,
-                    candidate_cost=tokens,
-                )
-            )
-        verdict = promotion_gate(pairs, self.gate) if fault is None and pairs else None
+            if run.stopped:
+                curtailed = len(rest)  # a tie at best here, and the rest cannot make up
+                notify(f"verification stopped: the gate cannot promote ({curtailed} left)")
+                break
+        if fault is None and run.deferred and self._undecided(run):
+            notify(f"verification: solving the {len(run.deferred)} deferred arm(s)")
+            fault = self._settle(run)
+        verdict = promotion_gate(run.pairs, self.gate) if fault is None and run.pairs else None
         return Verification(
             template=template,
             tier=tier,
             seeds=tuple(seed for seed, _ in renderings),
-            with_candidate=with_arm,
-            without=control,
+            with_candidate=run.with_arm,
+            without=run.control,
             verdict=verdict,
             duration_s=time.perf_counter() - started,
             infrastructure_error=fault,
             curtailed=curtailed,
+            deferred=len(run.deferred),
         )
+
+    def _play(
+        self, run: _Run, seed: int, challenge: Challenge, rest: Sequence[tuple[int, Challenge]]
+    ) -> str | None:
+        """Solve one rendering's arms, or only the one that decides it; returns a fault, if any.
+
+        The arm likelier to end the rendering as no candidate-only win goes
+        first (`_first_arm`); when it does (the control passed, or the
+        candidate failed), the other arm is deferred: the pair is a tie or a
+        loss either way, counted as a tie (the candidate's best case) until
+        `_settle`. With `order="control-first"` (the order before), the control
+        runs first and the candidate always after it.
+
+        Raises:
+            ChallengeFaultError: the rendering is broken (the caller skips it).
+        """
+        first = self._first_arm(run, seed)
+        candidate: SolveResult | None = None
+        if first == "candidate":
+            candidate = self._candidate_run(run, seed, challenge)
+            if candidate.infrastructure_error is not None:
+                return _fault(candidate)
+            if not candidate.passed:
+                run.deferred[seed] = (challenge, False)
+                return None
+        base_passed, base_tokens = self._control_run(run.template, run.tier, seed, challenge)
+        run.control[seed] = base_passed
+        if candidate is None and base_passed:
+            if self.order != "control-first":
+                run.deferred[seed] = (challenge, True)
+                return None
+            if not self._reachable(run.template, run.tier, run.best_case(), rest):
+                run.stopped = True
+                return None
+        if candidate is None:
+            candidate = self._candidate_run(run, seed, challenge)
+            if candidate.infrastructure_error is not None:
+                return _fault(candidate)
+        run.pair(seed, base_passed, base_tokens, candidate)
+        return None
+
+    def _first_arm(self, run: _Run, seed: int) -> str:
+        """`control` or `candidate`: which arm of a rendering to solve first.
+
+        A cached control costs nothing, so it goes first. Otherwise the
+        candidate goes first when this template's estimated pass rate (known
+        control results and this comparison's candidate results, Laplace's
+        rule) is at most 1/2: a rendering then costs 1 + P(candidate passes)
+        solves against 2 - P(control passes) the other way round.
+        """
+        if self.order == "control-first" or (run.template, run.tier, seed) in self._control:
+            return "control"
+        known = [
+            passed
+            for (template, tier, _), (passed, _, _) in self._control.items()
+            if (template, tier) == (run.template, run.tier)
+        ]
+        known += run.with_arm.values()
+        return "candidate" if (sum(known) + 1) / (len(known) + 2) <= 0.5 else "control"
+
+    def _undecided(self, run: _Run) -> bool:
+        """Whether the deferred arms could change the verdict (then they are solved).
+
+        They cannot when neither the complete pairs nor the best case (every
+        deferred rendering a tie) promote: a deferred rendering is a tie or a loss.
+        """
+        best = promotion_gate(run.best_case(), self.gate).promote
+        return best or (bool(run.pairs) and promotion_gate(run.pairs, self.gate).promote)
+
+    def _settle(self, run: _Run) -> str | None:
+        """Solve every deferred arm and complete its pair; returns a fault, if any."""
+        for seed, (challenge, control_known) in sorted(run.deferred.items()):
+            try:
+                if control_known:
+                    base_passed, base_tokens = self._control_run(
+                        run.template, run.tier, seed, challenge
+                    )
+                    candidate = self._candidate_run(run, seed, challenge)
+                    if candidate.infrastructure_error is not None:
+                        return _fault(candidate)
+                else:
+                    candidate = run.candidate_results[seed]
+                    base_passed, base_tokens = self._control_run(
+                        run.template, run.tier, seed, challenge
+                    )
+                    run.control[seed] = base_passed
+            except ChallengeFaultError:
+                continue
+            run.pair(seed, base_passed, base_tokens, candidate)
+        run.deferred.clear()
+        return None
+
+    def _candidate_run(self, run: _Run, seed: int, challenge: Challenge) -> SolveResult:
+        """Solve `challenge` with the candidate shown; recorded and kept in `run` when it ran.
+
+        Raises:
+            ChallengeFaultError: the rendering is broken.
+        """
+        result = self.solver.solve(challenge, session_id=self.session_id, **run.shown)
+        error = result.infrastructure_error
+        if isinstance(error, ChallengeFaultError):
+            raise error
+        if error is None:
+            self._record(result.trajectory, arm="candidate", seed=seed)
+            run.with_arm[seed] = result.passed
+            run.candidate_results[seed] = result
+        return result
 
     def _reachable(
         self,
@@ -393,3 +516,59 @@ class PairedVerifier:
             extra["control_key"] = key
         marked = trajectory.model_copy(update={"task_kind": "verification", "extra": extra})
         self.store.append_trajectory(marked)
+
+
+@dataclass
+class _Run:
+    """One comparison in progress.
+
+    Attributes:
+        template, tier: what is rendered.
+        shown: the candidate arm's `lessons`, `skills` and `skill_ids` keywords.
+        pairs: the renderings solved in both arms.
+        with_arm, control: per seed, the arm's pass/fail where it was solved.
+        candidate_results: per seed, the candidate arm's solve.
+        deferred: per seed, the rendering and whether its control is the arm
+            known (True: the control passed) or the candidate (False: it failed).
+        stopped: `control-first` order found the gate decided mid-rendering.
+    """
+
+    template: str
+    tier: str
+    shown: dict[str, Any]
+    pairs: list[PairedResult] = field(default_factory=list)
+    with_arm: dict[int, bool] = field(default_factory=dict)
+    control: dict[int, bool] = field(default_factory=dict)
+    candidate_results: dict[int, SolveResult] = field(default_factory=dict)
+    deferred: dict[int, tuple[Challenge, bool]] = field(default_factory=dict)
+    stopped: bool = False
+
+    def pair(self, seed: int, base_passed: bool, base_tokens: int, result: SolveResult) -> None:
+        """Add the complete pair of `seed`."""
+        self.pairs.append(
+            PairedResult(
+                task_id=f"{self.template}:{self.tier}:{seed}",
+                incumbent_score=float(base_passed),
+                candidate_score=float(result.passed),
+                incumbent_cost=base_tokens,
+                candidate_cost=result.trajectory.tokens_in + result.trajectory.tokens_out,
+            )
+        )
+
+    def best_case(self) -> list[PairedResult]:
+        """The pairs, with every deferred rendering a tie (its known arm's result twice)."""
+        ties = [
+            PairedResult(
+                task_id=f"{self.template}:{self.tier}:{seed}",
+                incumbent_score=float(control_known),
+                candidate_score=float(control_known),
+            )
+            for seed, (_, control_known) in self.deferred.items()
+        ]
+        return self.pairs + ties
+
+
+def _fault(result: SolveResult) -> str:
+    """An infrastructure fault of a solve, as recorded on the `Verification`."""
+    error = result.infrastructure_error
+    return f"{type(error).__name__}: {error}"
