@@ -23,7 +23,9 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   (`NIGHTSCHOOL_THREADS=1`, no prefix reuse, verification's `control-first`
   order: every rendering's control solved, then its candidate): the same
   template bank, so the arms render the same challenges and the cycles pair.
-  `--reuse-arm` adds *reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=1`. With `--old ref` it is
+  `--reuse-arm` adds *reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=1`, and
+  counts its stored trajectories (cycles and verification arms) whose code
+  equals one of new's. With `--old ref` it is
   the code at `--old-ref` (a git worktree; the last commit before per-call
   threads and prefix reuse); since the bank's seeds draw new tasks (issue
   "Transfer, measured honestly") that code renders other challenges for the
@@ -340,10 +342,27 @@ def dream_arm(
             # every stored trajectory (cycles and verification arms), counted alike in both arms
             "tokens_in": sum(r.get("tokens_in", 0) for r in records.values()),
             "tokens_cached": usage.tokens_cached if usage else 0,
+            "trajectory_digests": [_codes_digest(r) for r in records.values()],
             "tokens_out": sum(r.get("tokens_out", 0) for r in records.values()),
             "model_s": usage.seconds if usage else None,
             "threads": usage.threads if usage else {"1 (old default)": None},
         }
+
+
+def _codes_digest(record: dict[str, Any]) -> str:
+    """16 hex digits over a stored trajectory's kind, request, outcome and each tool call's code."""
+    codes = [
+        c["arguments"].get("code", "")
+        for c in record.get("tool_calls", [])
+        if isinstance(c.get("arguments"), dict)
+    ]
+    basis = [
+        record.get("task_kind", ""),
+        record.get("user_request", ""),
+        record.get("outcome"),
+        *codes,
+    ]
+    return hashlib.sha256("\x00".join(map(str, basis)).encode()).hexdigest()[:16]
 
 
 OLD_SETTINGS = {"NIGHTSCHOOL_THREADS": "1", "NIGHTSCHOOL_REUSE_PREFIX": "0"}
@@ -407,7 +426,19 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
         for name, arm in arms.items()
         if name != "old"
     }
-    return {**arms, "same_attempts": same["new"], "same_attempts_by_arm": same}
+    # reuse vs new: how many stored trajectories (cycles and verification arms) made the
+    # same code (old's verification order differs, so its trajectories are other ones)
+    same_all = {}
+    if "reuse" in arms:
+        new_digests = list(arms["new"]["trajectory_digests"])
+        matched = 0
+        for digest in arms["reuse"]["trajectory_digests"]:
+            if digest in new_digests:
+                new_digests.remove(digest)
+                matched += 1
+        same_all["reuse"] = f"{matched} of {len(arms['reuse']['trajectory_digests'])}"
+    return {**arms, "same_attempts": same["new"], "same_attempts_by_arm": same,
+            "same_trajectories_by_arm": same_all}  # fmt: skip
 
 
 def show(report: dict[str, Any]) -> None:
@@ -459,6 +490,7 @@ def show(report: dict[str, Any]) -> None:
                   f"{a['verification_s'] / a['elapsed_s']:>9.0%}  {a['threads']}")  # fmt: skip
         old = d["old"]
         same = d.get("same_attempts_by_arm", {"new": d["same_attempts"]})
+        same_all = d.get("same_trajectories_by_arm", {})
         for arm in ("new", "reuse"):
             if arm not in d:
                 continue
@@ -466,7 +498,8 @@ def show(report: dict[str, Any]) -> None:
             speed = old["elapsed_s"] / a["elapsed_s"]
             fewer = 1 - (a["tokens_in"] - a["tokens_cached"]) / max(1, old["tokens_in"])
             print(f"{arm} / old: {speed:.2f}x cycles per hour; prompt tokens decoded {fewer:.0%} "
-                  f"fewer; same attempts in {same[arm]} of {n} cycles")  # fmt: skip
+                  f"fewer; same attempts in {same[arm]} of {n} cycles"
+                  + (f"; {same_all[arm]} trajectories as new's" if arm in same_all else ""))  # fmt: skip
 
 
 def main() -> None:

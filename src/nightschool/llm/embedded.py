@@ -253,16 +253,16 @@ class EmbeddedModel:
     it renders `tools` (Qwen2.5, not SmolLM2; see the module docstring).
     `temperature=0` is greedy decoding, so replies are identical for identical
     messages. With `reuse_prefix` the KV cache of the previous prompt is kept
-    and only what differs is decoded (`nightschool.llm._prefix`): single calls
-    (a retry, a repair, a shorter prompt, seeded sampling) gave the same replies
-    token for token as without it on SmolLM2 and the 1.5B, but whole dream
-    cycles through `bench/bench_throughput.py` (old code vs new, same seed) made
-    different attempts in 3 of 4 cycles, cause not isolated, so it is off by
-    default. With a `seed`, sampled replies are reproducible;
-    without one, llama-cpp-python derives each call's seed from the previous
-    one, starting at `config.seed`, so a fixed sequence of calls in a fresh
-    process is reproducible too. The thread count is chosen before each call
-    (`nightschool.llm._threads`): the cores nothing else is running on.
+    and only what differs is decoded (`nightschool.llm._prefix`), cut to a
+    multiple of 32 tokens so that the rest is decoded in the kernel tiles of a
+    fresh decode: the same logits bit for bit on one prompt after another. Six
+    dream cycles made the same attempts as without reuse, but 7 of their 16
+    trajectories (verification arms) differed, so it is off by default. With a
+    `seed`, sampled replies are reproducible; without one, llama-cpp-python
+    derives each call's seed from the previous one, starting at `config.seed`,
+    so a fixed sequence of calls in a fresh process is reproducible too. The
+    thread count is chosen before each call (`nightschool.llm._threads`): the
+    cores nothing else is running on.
 
     Measured on a shared 2-core machine (llama-cpp-python 0.3.36, GGML_NATIVE=OFF
     build, 1 thread, ~130-token prompt, 200 greedy tokens; `bench/bench_models.py`,
