@@ -128,6 +128,17 @@ def test_extractor_rejects_lesson_that_does_not_help(
     assert outcome.comparison is not None and outcome.comparison["passes_with"] == 0
     assert memory.count() == 0
 
+    def candidate_prompts() -> list[str]:
+        systems = [call.messages[0]["content"] for call in model.calls]
+        return [system for system in systems if "### SKILL PLAYBOOK" in system]
+
+    # the same lesson gives the same candidate prompt (its provisional id is a digest of
+    # it, not a random id): a rerun of the dream decodes the same prompts
+    first = candidate_prompts()
+    model.calls.clear()
+    LessonExtractor(model, memory, solver).extract(challenge, original)
+    assert first and candidate_prompts() == first
+
 
 @needs_bwrap
 def test_dream_shows_lessons_and_updates_counters(store: Store) -> None:

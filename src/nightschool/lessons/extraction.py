@@ -13,6 +13,7 @@ recorded: on the lesson when kept, in the `ExtractionOutcome` otherwise.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from nightschool.lessons.verify import PairedVerifier, evidence
 from nightschool.llm import ChatModel
 from nightschool.playbook import DOMAINS, LearnResult, Lesson, RetrievedLesson, SkillMemory
 from nightschool.solver.core import Solver, SolveResult
-from nightschool.trajectory import new_id, utc_now
+from nightschool.trajectory import utc_now
 
 EXTRACTION_PROMPT = """You just practised a coding task. {how}
 Write ONE general lesson that would help with SIMILAR tasks in future. Do not repeat
@@ -262,8 +263,11 @@ class LessonExtractor:
         candidate = proposed.candidate
         if proposed.status != "proposed" or candidate is None:
             return proposed
+        # the id is shown in the candidate arm's prompt: a digest of the lesson, not a
+        # random id, so the same lesson gives the same prompt (reproducible arms)
+        text = "\x00".join((candidate.trigger, candidate.anti_pattern, candidate.correct_pattern))
         provisional = Lesson(
-            id=f"candidate-{new_id()[:8]}",
+            id=f"candidate-{hashlib.sha256(text.encode()).hexdigest()[:8]}",
             trigger=candidate.trigger,
             anti_pattern=candidate.anti_pattern,
             correct_pattern=candidate.correct_pattern,
