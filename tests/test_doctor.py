@@ -158,13 +158,13 @@ def test_the_model_line_says_how_threads_are_chosen_and_whether_prefixes_are_reu
     _, checks = run_doctor("--model-path", str(good))
     detail = checks["model"]["detail"]
     assert "threads chosen per call" in detail and "CPUs:" in detail
-    assert "KV prefix reuse off" in detail
+    assert "KV prefix reuse on" in detail  # the default
     monkeypatch.setenv("NIGHTSCHOOL_THREADS", "3")
-    monkeypatch.setenv("NIGHTSCHOOL_REUSE_PREFIX", "1")
+    monkeypatch.setenv("NIGHTSCHOOL_REUSE_PREFIX", "0")
     _, checks = run_doctor("--model-path", str(good))
     detail = checks["model"]["detail"]
     assert "threads fixed, now 3: fixed by the settings" in detail
-    assert "KV prefix reuse on" in detail
+    assert "KV prefix reuse off (NIGHTSCHOOL_REUSE_PREFIX=0)" in detail
 
 
 def test_split_model_parts_are_checked_and_counted_for_the_disk(

@@ -130,7 +130,7 @@ def _decoding(settings: Settings) -> str:
 
     choice = choose_threads(settings.threads)
     how = "fixed" if settings.threads else "chosen per call (NIGHTSCHOOL_THREADS fixes it)"
-    reuse = "on (NIGHTSCHOOL_REUSE_PREFIX)" if settings.reuse_prefix else "off"
+    reuse = "on" if settings.reuse_prefix else "off (NIGHTSCHOOL_REUSE_PREFIX=0)"
     return f"threads {how}, now {choice.reason}; KV prefix reuse {reuse}"
 
 

