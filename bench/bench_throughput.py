@@ -23,9 +23,10 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   (`NIGHTSCHOOL_THREADS=1`, no prefix reuse, verification's `control-first`
   order: every rendering's control solved, then its candidate): the same
   template bank, so the arms render the same challenges and the cycles pair.
-  `--reuse-arm` adds *reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=1`, and
-  counts its stored trajectories (cycles and verification arms) whose code
-  equals one of new's. With `--old ref` it is
+  `--no-reuse-arm` adds *no-reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=0`,
+  and counts its stored trajectories (cycles and verification arms) whose
+  code equals one of new's. (`bench/results/throughput/` holds a run from
+  before reuse was the default: its *new* is without reuse, *reuse* with it.) With `--old ref` it is
   the code at `--old-ref` (a git worktree; the last commit before per-call
   threads and prefix reuse); since the bank's seeds draw new tasks (issue
   "Transfer, measured honestly") that code renders other challenges for the
@@ -39,7 +40,7 @@ Four parts, printed side by side in one run (`--parts`, default all three):
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
 [--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream]
-[--old settings|ref] [--reuse-arm] [--out F]`.
+[--old settings|ref] [--no-reuse-arm] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -369,8 +370,8 @@ OLD_SETTINGS = {"NIGHTSCHOOL_THREADS": "1", "NIGHTSCHOOL_REUSE_PREFIX": "0"}
 """The issue's starting settings: one llama.cpp thread, the KV cache forgotten between calls
 (and, `run_arm`'s `verify_order`, every verification rendering's control solved first)."""
 
-REUSE_SETTINGS = {"NIGHTSCHOOL_REUSE_PREFIX": "1"}
-"""The `reuse` arm (`--reuse-arm`): the new arm with KV prefix reuse on."""
+NO_REUSE_SETTINGS = {"NIGHTSCHOOL_REUSE_PREFIX": "0"}
+"""The `no-reuse` arm (`--no-reuse-arm`): the new arm with KV prefix reuse off."""
 
 
 def run_arm(
@@ -417,8 +418,8 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
         with old_tree(args.old_ref) as old_src:
             old = run_arm(old_src, args, {})
     arms = {"old": old, "new": run_arm(ROOT / "src", args, {})}
-    if args.reuse_arm:
-        arms["reuse"] = run_arm(ROOT / "src", args, REUSE_SETTINGS)
+    if args.no_reuse_arm:
+        arms["no-reuse"] = run_arm(ROOT / "src", args, NO_REUSE_SETTINGS)
     same = {
         name: sum(
             a["codes"] == b["codes"] for a, b in zip(old["cycles"], arm["cycles"], strict=True)
@@ -426,17 +427,17 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
         for name, arm in arms.items()
         if name != "old"
     }
-    # reuse vs new: how many stored trajectories (cycles and verification arms) made the
+    # no-reuse vs new: how many stored trajectories (cycles and verification arms) made the
     # same code (old's verification order differs, so its trajectories are other ones)
     same_all = {}
-    if "reuse" in arms:
+    if "no-reuse" in arms:
         new_digests = list(arms["new"]["trajectory_digests"])
         matched = 0
-        for digest in arms["reuse"]["trajectory_digests"]:
+        for digest in arms["no-reuse"]["trajectory_digests"]:
             if digest in new_digests:
                 new_digests.remove(digest)
                 matched += 1
-        same_all["reuse"] = f"{matched} of {len(arms['reuse']['trajectory_digests'])}"
+        same_all["no-reuse"] = f"{matched} of {len(arms['no-reuse']['trajectory_digests'])}"
     return {**arms, "same_attempts": same["new"], "same_attempts_by_arm": same,
             "same_trajectories_by_arm": same_all}  # fmt: skip
 
@@ -479,7 +480,7 @@ def show(report: dict[str, Any]) -> None:
         print(f"\ndream, {n} cycles per arm, same seed")
         print(f"{'arm':>4} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
               f"{'cached':>7} {'gen tokens':>10} {'verify %':>9}  threads")  # fmt: skip
-        for arm in ("old", "new", "reuse"):
+        for arm in ("old", "new", "no-reuse", "reuse"):
             if arm not in d:
                 continue
             a = d[arm]
@@ -491,7 +492,7 @@ def show(report: dict[str, Any]) -> None:
         old = d["old"]
         same = d.get("same_attempts_by_arm", {"new": d["same_attempts"]})
         same_all = d.get("same_trajectories_by_arm", {})
-        for arm in ("new", "reuse"):
+        for arm in ("new", "no-reuse", "reuse"):
             if arm not in d:
                 continue
             a = d[arm]
@@ -519,7 +520,9 @@ def main() -> None:
     )
     parser.add_argument("--old-ref", default=OLD_REF)
     parser.add_argument(
-        "--reuse-arm", action="store_true", help="a third dream arm: new with KV prefix reuse on"
+        "--no-reuse-arm",
+        action="store_true",
+        help="a third dream arm: new with KV prefix reuse off",
     )
     parser.add_argument("--verify-order", default="adaptive", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)
