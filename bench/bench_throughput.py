@@ -26,9 +26,9 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   `--no-reuse-arm` adds *no-reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=0`,
   and counts its stored trajectories (cycles and verification arms) whose
   code equals one of new's. (`bench/results/throughput/` holds a run from
-  before reuse was the default: its *new* is without reuse, *reuse* with it.) With `--old ref` it is
-  the code at `--old-ref` (a git worktree; the last commit before per-call
-  threads and prefix reuse); since the bank's seeds draw new tasks (issue
+  before reuse was the default: its *new* is without reuse, *reuse* with it.)
+  With `--old ref` *old* is the code at `--old-ref` (a git worktree; the last
+  commit before per-call threads and prefix reuse); since the bank's seeds draw new tasks (issue
   "Transfer, measured honestly") that code renders other challenges for the
   same seed, so its cycles do not pair with the new arm's. Both arms use the
   settings a user gets by default (`--verify-k 6`, dream's default: a passing
@@ -58,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -318,12 +319,7 @@ def dream_arm(
         rows = []
         for cycle in results:
             record = records.get(cycle.trajectory_id, {})
-            codes = [
-                c["arguments"].get("code", "")
-                for c in record.get("tool_calls", [])
-                if isinstance(c.get("arguments"), dict)
-            ]
-            digest = hashlib.sha256("\x00".join(codes).encode()).hexdigest()[:16]
+            digest = hashlib.sha256("\x00".join(_codes(record)).encode()).hexdigest()[:16]
             rows.append(
                 {
                     "challenge": f"{cycle.template}/{cycle.tier}/{cycle.seed}",
@@ -350,18 +346,22 @@ def dream_arm(
         }
 
 
-def _codes_digest(record: dict[str, Any]) -> str:
-    """16 hex digits over a stored trajectory's kind, request, outcome and each tool call's code."""
-    codes = [
+def _codes(record: dict[str, Any]) -> list[str]:
+    """The code of each tool call of a stored trajectory, in order."""
+    return [
         c["arguments"].get("code", "")
         for c in record.get("tool_calls", [])
         if isinstance(c.get("arguments"), dict)
     ]
+
+
+def _codes_digest(record: dict[str, Any]) -> str:
+    """16 hex digits over a stored trajectory's kind, request, outcome and each tool call's code."""
     basis = [
         record.get("task_kind", ""),
         record.get("user_request", ""),
         record.get("outcome"),
-        *codes,
+        *_codes(record),
     ]
     return hashlib.sha256("\x00".join(map(str, basis)).encode()).hexdigest()[:16]
 
@@ -431,13 +431,9 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
     # same code (old's verification order differs, so its trajectories are other ones)
     same_all = {}
     if "no-reuse" in arms:
-        new_digests = list(arms["new"]["trajectory_digests"])
-        matched = 0
-        for digest in arms["no-reuse"]["trajectory_digests"]:
-            if digest in new_digests:
-                new_digests.remove(digest)
-                matched += 1
-        same_all["no-reuse"] = f"{matched} of {len(arms['no-reuse']['trajectory_digests'])}"
+        theirs = arms["no-reuse"]["trajectory_digests"]
+        common = Counter(theirs) & Counter(arms["new"]["trajectory_digests"])
+        same_all["no-reuse"] = f"{sum(common.values())} of {len(theirs)}"
     return {**arms, "same_attempts": same["new"], "same_attempts_by_arm": same,
             "same_trajectories_by_arm": same_all}  # fmt: skip
 

@@ -291,7 +291,7 @@ class PairedVerifier:
             try:
                 fault = self._play(run, seed, challenge, rest)
             except ChallengeFaultError:
-                run.with_arm.pop(seed, None)  # its candidate may have run: no pair either way
+                run.candidates.pop(seed, None)  # its candidate may have run: no pair either way
                 continue
             if fault is not None:
                 break
@@ -396,12 +396,13 @@ class PairedVerifier:
                     if candidate.infrastructure_error is not None:
                         return _fault(candidate)
                 else:
-                    candidate = run.candidate_results[seed]
+                    candidate = run.candidates[seed]
                     base_passed, base_tokens = self._control_run(
                         run.template, run.tier, seed, challenge
                     )
                     run.control[seed] = base_passed
             except ChallengeFaultError:
+                run.candidates.pop(seed, None)  # as in `compare`'s loop: no pair either way
                 continue
             run.pair(seed, base_passed, base_tokens, candidate)
         run.deferred.clear()
@@ -419,8 +420,7 @@ class PairedVerifier:
             raise error
         if error is None:
             self._record(result.trajectory, arm="candidate", seed=seed)
-            run.with_arm[seed] = result.passed
-            run.candidate_results[seed] = result
+            run.candidates[seed] = result
         return result
 
     def _reachable(
@@ -526,8 +526,8 @@ class _Run:
         template, tier: what is rendered.
         shown: the candidate arm's `lessons`, `skills` and `skill_ids` keywords.
         pairs: the renderings solved in both arms.
-        with_arm, control: per seed, the arm's pass/fail where it was solved.
-        candidate_results: per seed, the candidate arm's solve.
+        candidates: per seed, the candidate arm's solve (`with_arm`: its pass/fail).
+        control: per seed, the control arm's pass/fail where it was used.
         deferred: per seed, the rendering and whether its control is the arm
             known (True: the control passed) or the candidate (False: it failed).
         stopped: `control-first` order found the gate decided mid-rendering.
@@ -537,11 +537,15 @@ class _Run:
     tier: str
     shown: dict[str, Any]
     pairs: list[PairedResult] = field(default_factory=list)
-    with_arm: dict[int, bool] = field(default_factory=dict)
+    candidates: dict[int, SolveResult] = field(default_factory=dict)
     control: dict[int, bool] = field(default_factory=dict)
-    candidate_results: dict[int, SolveResult] = field(default_factory=dict)
     deferred: dict[int, tuple[Challenge, bool]] = field(default_factory=dict)
     stopped: bool = False
+
+    @property
+    def with_arm(self) -> dict[int, bool]:
+        """Per seed, whether the candidate arm passed where it was solved."""
+        return {seed: result.passed for seed, result in self.candidates.items()}
 
     def pair(self, seed: int, base_passed: bool, base_tokens: int, result: SolveResult) -> None:
         """Add the complete pair of `seed`."""
