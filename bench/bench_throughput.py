@@ -33,7 +33,11 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   same seed, so its cycles do not pair with the new arm's. Both arms use the
   settings a user gets by default (`--verify-k 6`, dream's default: a passing
   cycle's skill is verified on fresh renderings). Printed: cycles per hour,
-  passes, prompt tokens decoded per cycle, verification's share of the time
+  passes, prompt tokens decoded per cycle, of those the ones *re-read* (an
+  earlier prompt of the process shared them up to there: the system prompt
+  and task of a repair, a verification arm's playbook; what a prompt adds
+  after that is read for the first time, `PromptHistory`), how many calls
+  restored a saved KV state (`PrefixStates`), verification's share of the time
   (trajectories of kind `verification`), and how many cycles made the same
   attempts (same code, token for token) in both arms: the reproducibility check
   of prefix reuse (`nightschool.llm._prefix`).
@@ -339,6 +343,10 @@ def dream_arm(
             # every stored trajectory (cycles and verification arms), counted alike in both arms
             "tokens_in": sum(r.get("tokens_in", 0) for r in records.values()),
             "tokens_cached": usage.tokens_cached if usage else 0,
+            # decoded prompt tokens that an earlier prompt shared (PromptHistory), and the calls
+            # whose prefix came from a saved KV state; None where the code predates them
+            "tokens_reread": getattr(usage, "tokens_reread", None),
+            "restores": getattr(usage, "restores", None),
             "trajectory_digests": [_codes_digest(r) for r in records.values()],
             "tokens_out": sum(r.get("tokens_out", 0) for r in records.values()),
             "model_s": usage.seconds if usage else None,
@@ -474,16 +482,19 @@ def show(report: dict[str, Any]) -> None:
         d = report["dream"]
         n = len(d["old"]["cycles"])
         print(f"\ndream, {n} cycles per arm, same seed")
-        print(f"{'arm':>4} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
-              f"{'cached':>7} {'gen tokens':>10} {'verify %':>9}  threads")  # fmt: skip
+        print(f"{'arm':>8} {'cycles/h':>9} {'passed':>7} {'prompt decoded/cycle':>21} "
+              f"{'re-read/cycle':>14} {'cached':>7} {'restores':>9} {'gen tokens':>10} "
+              f"{'verify %':>9}  threads")  # fmt: skip
         for arm in ("old", "new", "no-reuse", "reuse"):
             if arm not in d:
                 continue
             a = d[arm]
             decoded = (a["tokens_in"] - a["tokens_cached"]) / n
-            print(f"{arm:>4} {3600 * n / a['elapsed_s']:>9.1f} "
-                  f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} "
-                  f"{a['tokens_cached']:>7} {a['tokens_out']:>10} "
+            reread = "-" if a.get("tokens_reread") is None else f"{a['tokens_reread'] / n:.0f}"
+            restores = "-" if a.get("restores") is None else str(a["restores"])
+            print(f"{arm:>8} {3600 * n / a['elapsed_s']:>9.1f} "
+                  f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} {reread:>14} "
+                  f"{a['tokens_cached']:>7} {restores:>9} {a['tokens_out']:>10} "
                   f"{a['verification_s'] / a['elapsed_s']:>9.0%}  {a['threads']}")  # fmt: skip
         old = d["old"]
         same = d.get("same_attempts_by_arm", {"new": d["same_attempts"]})
@@ -494,8 +505,11 @@ def show(report: dict[str, Any]) -> None:
             a = d[arm]
             speed = old["elapsed_s"] / a["elapsed_s"]
             fewer = 1 - (a["tokens_in"] - a["tokens_cached"]) / max(1, old["tokens_in"])
+            reread = ""
+            if a.get("tokens_reread") is not None and old.get("tokens_reread"):
+                reread = f", re-read {1 - a['tokens_reread'] / old['tokens_reread']:.0%} fewer"
             print(f"{arm} / old: {speed:.2f}x cycles per hour; prompt tokens decoded {fewer:.0%} "
-                  f"fewer; same attempts in {same[arm]} of {n} cycles"
+                  f"fewer{reread}; same attempts in {same[arm]} of {n} cycles"
                   + (f"; {same_all[arm]} trajectories as new's" if arm in same_all else ""))  # fmt: skip
 
 

@@ -20,6 +20,9 @@ from nightschool.llm._prefix import (
     PREFIX_ALIGN,
     PREFIX_BACKOFF,
     DecodeUsage,
+    PrefixStates,
+    PromptHistory,
+    SavedPrefix,
     kept_prefix,
     shared_prefix,
 )
@@ -85,11 +88,53 @@ def test_kept_prefix_stops_at_the_previous_prompt_backs_off_and_aligns() -> None
 def test_decode_usage_counts_decoded_and_cached_tokens() -> None:
     usage = DecodeUsage()
     usage.add(100, 0, 20, 1.5, 2)
-    usage.add(120, 92, 10, 0.5, 1)
+    usage.add(120, 92, 10, 0.5, 1, tokens_reread=8, restored=True)
     assert (usage.calls, usage.tokens_in, usage.tokens_cached, usage.tokens_decoded) == (
         2, 220, 92, 128,
     )  # fmt: skip
     assert usage.threads == {2: 1, 1: 1} and usage.seconds == pytest.approx(2.0)
+    assert (usage.tokens_reread, usage.restores) == (8, 1)
+
+
+def test_prefix_states_give_the_state_keeping_most_and_drop_the_least_recently_used() -> None:
+    states = PrefixStates(limit=2, max_bytes=100)
+    solver = SavedPrefix(tuple(range(100)), b"s" * 30)
+    arm = SavedPrefix((*range(40), *range(500, 560)), b"a" * 30)
+    states.add(solver)
+    states.add(arm)
+    assert states.best([*range(90), 7, 7, 7, 7, 7, 7, 7, 7, 7]) == (solver, 64)  # 90, aligned
+    assert states.best([*range(40), *range(500, 540), *range(9)]) == (arm, 64)
+    assert states.best([5, 6, 7] * 40) == (None, 0)  # nothing shared
+    assert states.best(list(range(20))) == (None, 0)  # under one alignment unit
+    # arm was used last, so a third state drops solver
+    states.add(SavedPrefix((9,) * 64, b"x" * 30))
+    assert len(states) == 2 and states.best([*range(90), *[1] * 9]) == (arm, 32)  # solver gone
+    # the byte bound drops the oldest too, and a state over it is not held at all
+    states.add(SavedPrefix((8,) * 64, b"y" * 80))
+    assert len(states) == 1 and states.nbytes == 80
+    states.add(SavedPrefix((7,) * 64, b"z" * 101))
+    assert len(states) == 1 and states.nbytes == 80
+
+
+def test_a_state_that_begins_a_newer_one_is_covered_and_dropped() -> None:
+    states = PrefixStates()
+    states.add(SavedPrefix(tuple(range(64)), b"a"))
+    states.add(SavedPrefix(tuple(range(50, 150)), b"b"))  # does not begin with it: both kept
+    states.add(SavedPrefix(tuple(range(128)), b"c"))  # begins with the first: it goes
+    assert len(states) == 2 and states.nbytes == 2
+    assert states.best(list(range(140)))[0] == SavedPrefix(tuple(range(128)), b"c")
+
+
+def test_prompt_history_counts_shared_tokens_decoded_again() -> None:
+    history = PromptHistory(size=2)
+    system, task, other = list(range(100)), list(range(200, 260)), list(range(300, 350))
+    assert history.reread(system + task, cached=0) == 0  # read for the first time
+    assert history.reread(system + task + other, cached=0) == 160  # all it shares, decoded again
+    assert history.reread(system + other, cached=96) == 4  # 100 shared, 96 from the cache
+    assert history.reread(system + task, cached=160) == 0  # more cached than shared: none
+    history.reread(other, cached=0)
+    history.reread(other, cached=0)  # the history holds 2 prompts: system + task is gone
+    assert history.reread(system + task, cached=0) == 0
 
 
 SYSTEM: Message = {
@@ -166,6 +211,8 @@ def test_a_kept_prefix_gives_the_logits_of_a_fresh_decode_bit_for_bit(tmp_path: 
     445-token prefix: by up to 0.19 here, 0.47 on the 1.5B); cut to
     `PREFIX_ALIGN` they are the fresh decode's, bit for bit. (SmolLM2-135M's
     Q4_1 kernels showed no difference either way, so this test takes the 0.5B.)
+    The same after the prefix was restored from a saved state (`PrefixStates`)
+    while another prompt held the cache.
     """
     config = EmbeddedConfig(
         model="qwen2.5-coder-0.5b", n_ctx=2048, n_threads=2, models_dir=tmp_path, reuse_prefix=True
@@ -193,8 +240,15 @@ def test_a_kept_prefix_gives_the_logits_of_a_fresh_decode_bit_for_bit(tmp_path: 
         llama.forget()
         fresh = last_logits(second)
         llama.forget()
-        last_logits(first)
+        fresh_first = last_logits(first)
         kept = last_logits(second)
         reused = llama.reused
+        # another prompt takes the cache; the shared prefix comes back from a saved state
+        other = llama.tokenize(("Unrelated: sort a CSV file by its second column. " * 12).encode())
+        next(iter(llama.generate(other, temp=0.0)))
+        assert (llama.reused, llama.restored) == (0, False)
+        restored = last_logits(first)
+        assert llama.restored and llama.reused > reused  # all but the backoff of `first`
     assert reused > 8 * PREFIX_ALIGN and reused % PREFIX_ALIGN == 0
     assert np.array_equal(fresh, kept)
+    assert np.array_equal(fresh_first, restored)

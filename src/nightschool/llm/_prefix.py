@@ -28,6 +28,8 @@ without it, token for token, on the same calls.
 
 from __future__ import annotations
 
+import ctypes
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,34 +70,178 @@ def kept_prefix(cached: Sequence[int], prompt_end: int, prompt: Sequence[int]) -
     return keep - keep % PREFIX_ALIGN
 
 
+PREFIX_STATES_BYTES = 256 << 20
+"""Most bytes of saved KV states `PrefixStates` holds (least recently used dropped first):
+a 600-token prompt of the 1.5B default is 17 MB (28,672 bytes per token: 28 layers, K and V,
+256 f16 values each)."""
+
+PREFIX_STATES = 8
+"""Most KV states `PrefixStates` holds: a dream cycle alternates between about four prefixes
+(the solver's prompt, each verification arm's, the extractor's)."""
+
+RECENT_PROMPTS = 32
+"""Earlier prompts a call's re-read tokens are counted against (`PromptHistory`)."""
+
+
+@dataclass
+class SavedPrefix:
+    """One sequence's KV cells, copied out of llama.cpp (`llama_state_seq_get_data`)."""
+
+    tokens: tuple[int, ...]
+    data: bytes
+
+
+class PrefixStates:
+    """The KV states of earlier prompts, to restore the one sharing most with a new prompt.
+
+    One KV cache holds one prompt; a dream cycle alternates the solver's,
+    each verification arm's and the extractor's prompts, and a chat turn after
+    background practice finds the cache holding practice. Before the cache
+    is overwritten its prompt's cells are saved here (bounded by
+    `PREFIX_STATES` and `PREFIX_STATES_BYTES`, least recently used dropped
+    first; a state whose tokens begin another's is dropped as covered). A
+    restored state puts the same cells at the same positions as a fresh
+    decode did, so the logits after it are the fresh decode's bit for bit
+    (`tests/llm/test_llm_prefix_threads.py`).
+    """
+
+    def __init__(self, limit: int = PREFIX_STATES, max_bytes: int = PREFIX_STATES_BYTES) -> None:
+        self.limit = limit
+        self.max_bytes = max_bytes
+        self._saved: list[SavedPrefix] = []  # least recently used first
+
+    def __len__(self) -> int:
+        return len(self._saved)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held."""
+        return sum(len(s.data) for s in self._saved)
+
+    def add(self, state: SavedPrefix) -> None:
+        """Hold `state` (most recently used); drop what it covers and what exceeds the bounds."""
+        if len(state.data) > self.max_bytes or not state.tokens:
+            return
+        n = len(state.tokens)
+        self._saved = [
+            s
+            for s in self._saved
+            if not (len(s.tokens) <= n and state.tokens[: len(s.tokens)] == s.tokens)
+        ]
+        self._saved.append(state)
+        while len(self._saved) > self.limit or self.nbytes > self.max_bytes:
+            self._saved.pop(0)
+
+    def best(self, prompt: Sequence[int]) -> tuple[SavedPrefix | None, int]:
+        """The held state keeping most of `prompt` (`kept_prefix`), and how much; marks it used."""
+        best: SavedPrefix | None = None
+        keep = 0
+        for state in self._saved:
+            kept = kept_prefix(state.tokens, len(state.tokens), prompt)
+            if kept > keep:
+                best, keep = state, kept
+        if best is not None:
+            self._saved.remove(best)
+            self._saved.append(best)
+        return best, keep
+
+
+class PromptHistory:
+    """The last `RECENT_PROMPTS` prompts, to count the tokens a call reads again.
+
+    A prompt token is re-read when it is decoded although an earlier prompt
+    had the same tokens up to and including it (a shared prefix: the system
+    prompt and task of a repair, a verification arm's playbook). What a
+    prompt adds after its longest shared prefix is read for the first time.
+    """
+
+    def __init__(self, size: int = RECENT_PROMPTS) -> None:
+        self._prompts: deque[tuple[int, ...]] = deque(maxlen=size)
+
+    def reread(self, prompt: Sequence[int], cached: int) -> int:
+        """Tokens of `prompt` decoded again (`cached` came from the KV cache); remembers it."""
+        shared = max((shared_prefix(p, prompt) for p in self._prompts), default=0)
+        self._prompts.append(tuple(prompt))
+        return max(0, shared - cached)
+
+
 def prefix_keeping_llama(llama_cpp: Any) -> type:
     """A `llama_cpp.Llama` subclass whose `generate` keeps the prefix by `kept_prefix`.
 
     Built on first load (llama_cpp is imported lazily). The instance's
-    `keep_prefix` (bool) turns reuse on; `reused` holds the tokens the latest
-    prompt took from the cache; `forget()` clears the cache.
+    `keep_prefix` (bool) turns reuse on: the prefix comes from the cache as
+    it is, or from a saved state (`PrefixStates`) when one keeps more.
+    `reused` holds the tokens the latest prompt took from the cache, `reread`
+    the tokens it decoded although an earlier prompt shared them
+    (`PromptHistory`), `restored` whether a saved state was loaded for it;
+    `forget()` clears the cache (saved states stay: they are whole).
     """
 
     class PrefixKeepingLlama(llama_cpp.Llama):  # type: ignore[misc]
         keep_prefix = True
         reused = 0
+        reread = 0
+        restored = False
         _prompt_end = 0
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.states = PrefixStates()
+            self.history = PromptHistory()
+
         def forget(self) -> None:
-            """Clear the KV cache: the next prompt is decoded whole."""
+            """Clear the KV cache: the next prompt is decoded whole (or from a saved state)."""
             self.reset()
             self._prompt_end = 0
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
             prompt = list(tokens)
             keep = 0
+            self.restored = False
             if self.keep_prefix:
                 keep = kept_prefix(self._input_ids, self._prompt_end, prompt)
+                state, kept = self.states.best(prompt)
+                if self._prompt_end - keep >= PREFIX_ALIGN:  # the cache's prompt is about to go
+                    self._save()
+                if state is not None and kept > keep and self._restore(state):
+                    keep = kept
+                    self.restored = True
             # llama-cpp-python keeps min(n_tokens, common prefix); n_tokens = 0 resets.
             self.n_tokens = keep
             self.reused = keep
+            self.reread = self.history.reread(prompt, keep)
             self._prompt_end = len(prompt)
             return super().generate(prompt, *args, **kwargs)
+
+        def _save(self) -> None:
+            """Copy the cached prompt's cells (not its reply's) into `states`."""
+            end = min(self._prompt_end, self.n_tokens)
+            if end < PREFIX_ALIGN:
+                return
+            self._ctx.kv_cache_seq_rm(0, end, -1)
+            self.n_tokens = end
+            ctx = self._ctx.ctx
+            size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+            buffer = (ctypes.c_uint8 * size)()
+            written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+            if 0 < written <= size:
+                tokens = tuple(int(t) for t in self.input_ids[:end])
+                self.states.add(SavedPrefix(tokens, ctypes.string_at(buffer, written)))
+
+        def _restore(self, state: SavedPrefix) -> bool:
+            """Replace the cache with `state`'s cells; False (cache empty) if llama.cpp refuses."""
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx.ctx), False)
+            self.n_tokens = 0
+            self._prompt_end = 0
+            data = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+            if not llama_cpp.llama_state_seq_set_data(self._ctx.ctx, data, len(state.data), 0):
+                llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx.ctx), False)
+                return False
+            n = len(state.tokens)
+            self.input_ids[:n] = state.tokens
+            self.n_tokens = n
+            self._prompt_end = n
+            return True
 
     return PrefixKeepingLlama
 
@@ -108,6 +254,8 @@ class DecodeUsage:
         calls: completed calls.
         tokens_in: prompt tokens, all of them.
         tokens_cached: of those, taken from the KV cache (not decoded).
+        tokens_reread: of those decoded, the ones an earlier prompt shared (`PromptHistory`).
+        restores: calls whose prefix came from a saved state (`PrefixStates`).
         tokens_out: generated tokens.
         seconds: wall-clock seconds inside `complete`.
         threads: calls per thread count chosen.
@@ -116,17 +264,29 @@ class DecodeUsage:
     calls: int = 0
     tokens_in: int = 0
     tokens_cached: int = 0
+    tokens_reread: int = 0
+    restores: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
     threads: dict[int, int] = field(default_factory=dict)
 
     def add(
-        self, tokens_in: int, tokens_cached: int, tokens_out: int, seconds: float, threads: int
+        self,
+        tokens_in: int,
+        tokens_cached: int,
+        tokens_out: int,
+        seconds: float,
+        threads: int,
+        *,
+        tokens_reread: int = 0,
+        restored: bool = False,
     ) -> None:
         """Count one completed call."""
         self.calls += 1
         self.tokens_in += tokens_in
         self.tokens_cached += tokens_cached
+        self.tokens_reread += tokens_reread
+        self.restores += restored
         self.tokens_out += tokens_out
         self.seconds += seconds
         self.threads[threads] = self.threads.get(threads, 0) + 1

@@ -257,7 +257,11 @@ class EmbeddedModel:
     multiple of 32 tokens so that the rest is decoded in the kernel tiles of a
     fresh decode: the same logits bit for bit, the same replies (41 dream calls
     with and without reuse: every call with the same prompt gave the same
-    reply). `Settings.reuse_prefix` (what the CLI and server pass) is on. With a
+    reply). Before another prompt overwrites the cache, its prompt's cells are
+    saved, and a later prompt sharing more with a saved one than with the
+    cache gets them back (`PrefixStates`: a chat turn after background
+    practice, a verification's alternating arms; bit for bit the same
+    logits). `Settings.reuse_prefix` (what the CLI and server pass) is on. With a
     `seed`, sampled replies are reproducible; without one, llama-cpp-python
     derives each call's seed from the previous one, starting at `config.seed`,
     so a fixed sequence of calls in a fresh process is reproducible too. The
@@ -452,7 +456,10 @@ class EmbeddedModel:
             cached = llama.reused
             tokens_out = int(usage.get("completion_tokens") or 0)
             duration_s = time.perf_counter() - start
-            self.usage.add(tokens_in, cached, tokens_out, duration_s, self._threads_set or 0)
+            self.usage.add(
+                tokens_in, cached, tokens_out, duration_s, self._threads_set or 0,
+                tokens_reread=llama.reread, restored=llama.restored,
+            )  # fmt: skip
         finish = choice.get("finish_reason") or "unknown"
         return Completion(
             text=text,
