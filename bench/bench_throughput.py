@@ -25,8 +25,7 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   template bank, so the arms render the same challenges and the cycles pair.
   `--no-reuse-arm` adds *no-reuse*: *new* with `NIGHTSCHOOL_REUSE_PREFIX=0`,
   and counts its stored trajectories (cycles and verification arms) whose
-  code equals one of new's. (`bench/results/throughput/` holds a run from
-  before reuse was the default: its *new* is without reuse, *reuse* with it.)
+  code equals one of new's.
   With `--old ref` *old* is the code at `--old-ref` (a git worktree; the last
   commit before per-call threads and prefix reuse); since the bank's seeds draw new tasks (issue
   "Transfer, measured honestly") that code renders other challenges for the

@@ -158,7 +158,7 @@ def test_the_model_line_says_how_threads_are_chosen_and_whether_prefixes_are_reu
     _, checks = run_doctor("--model-path", str(good))
     detail = checks["model"]["detail"]
     assert "threads chosen per call" in detail and "CPUs:" in detail
-    assert "KV prefix reuse on" in detail  # the default
+    assert "KV prefix reuse on, saved states of up to 8 prompts in 256 MiB" in detail  # the default
     monkeypatch.setenv("NIGHTSCHOOL_THREADS", "3")
     monkeypatch.setenv("NIGHTSCHOOL_REUSE_PREFIX", "0")
     _, checks = run_doctor("--model-path", str(good))

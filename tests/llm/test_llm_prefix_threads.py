@@ -7,6 +7,7 @@ and a shorter prompt that is a prefix of the last one.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,35 @@ def test_a_failed_call_forgets_the_cache() -> None:
             model.complete([SYSTEM, {"role": "user", "content": "word " * 400}], max_tokens=4)
         after = model.complete([SYSTEM, TASK], temperature=0, max_tokens=4)
     assert after.tokens_cached == 0
+
+
+@pytest.mark.e2e
+def test_a_state_llama_cpp_refuses_leaves_an_empty_cache_and_the_same_reply() -> None:
+    import llama_cpp
+
+    config = EmbeddedConfig(model=SMALL, n_ctx=512, n_threads=1, reuse_prefix=True)
+    with EmbeddedModel(config) as model:
+        llama = model._ensure_loaded()
+        prompt = llama.tokenize(("Write a function that reverses a list. " * 10).encode())
+
+        def first_token() -> int:
+            return int(next(iter(llama.generate(prompt, temp=0.0))))
+
+        fresh = first_token()
+        llama.forget()
+        ctx = llama._ctx.ctx
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        empty = ctypes.string_at(buffer, llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0))
+        # llama.cpp's format, no cells: it loads, but holds no position of the prompt
+        # (and bytes that are not its format are refused)
+        for data in (empty, b"\x00" * 64):
+            llama.forget()
+            llama.states = PrefixStates()
+            llama.states.add(SavedPrefix(tuple(prompt), data))
+            assert first_token() == fresh
+            assert (llama.restored, llama.reused) == (False, 0)
 
 
 @pytest.mark.e2e

@@ -126,11 +126,16 @@ def check_model(settings: Settings) -> tuple[Check, int]:
 def _decoding(settings: Settings) -> str:
     """How the embedded model will decode: threads chosen now and why, prefix reuse."""
     # function-local: CLI start-up time (llm loads httpx, ~60 modules, ~100 ms)
+    from nightschool.llm._prefix import PREFIX_STATES, PREFIX_STATES_BYTES
     from nightschool.llm._threads import choose_threads
 
     choice = choose_threads(settings.threads)
     how = "fixed" if settings.threads else "chosen per call (NIGHTSCHOOL_THREADS fixes it)"
-    reuse = "on" if settings.reuse_prefix else "off (NIGHTSCHOOL_REUSE_PREFIX=0)"
+    reuse = "off (NIGHTSCHOOL_REUSE_PREFIX=0)"
+    if settings.reuse_prefix:
+        reuse = (
+            f"on, saved states of up to {PREFIX_STATES} prompts in {PREFIX_STATES_BYTES >> 20} MiB"
+        )
     return f"threads {how}, now {choice.reason}; KV prefix reuse {reuse}"
 
 

@@ -186,7 +186,11 @@ def prefix_keeping_llama(llama_cpp: Any) -> type:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.states = PrefixStates()
+            # a recurrent (or hybrid) model's state is its last position's, not cells per token
+            cells = not (
+                getattr(self, "_is_recurrent", False) or getattr(self, "_is_hybrid", False)
+            )
+            self.states = PrefixStates(limit=PREFIX_STATES if cells else 0)
             self.history = PromptHistory()
 
         def forget(self) -> None:
@@ -201,11 +205,11 @@ def prefix_keeping_llama(llama_cpp: Any) -> type:
             if self.keep_prefix:
                 keep = kept_prefix(self._input_ids, self._prompt_end, prompt)
                 state, kept = self.states.best(prompt)
-                if self._prompt_end - keep >= PREFIX_ALIGN:  # the cache's prompt is about to go
+                if self.states.limit and self._prompt_end - keep >= PREFIX_ALIGN:  # about to go
                     self._save()
-                if state is not None and kept > keep and self._restore(state):
-                    keep = kept
-                    self.restored = True
+                if state is not None and kept > keep:
+                    self.restored = self._restore(state)
+                    keep = kept if self.restored else 0  # refused: the cache is empty
             # llama-cpp-python keeps min(n_tokens, common prefix); n_tokens = 0 resets.
             self.n_tokens = keep
             self.reused = keep
@@ -230,14 +234,21 @@ def prefix_keeping_llama(llama_cpp: Any) -> type:
 
         def _restore(self, state: SavedPrefix) -> bool:
             """Replace the cache with `state`'s cells; False (cache empty) if llama.cpp refuses."""
-            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx.ctx), False)
+            memory = llama_cpp.llama_get_memory(self._ctx.ctx)
+            llama_cpp.llama_memory_clear(memory, False)
             self.n_tokens = 0
             self._prompt_end = 0
-            data = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
-            if not llama_cpp.llama_state_seq_set_data(self._ctx.ctx, data, len(state.data), 0):
-                llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx.ctx), False)
-                return False
             n = len(state.tokens)
+            data = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+            loaded = llama_cpp.llama_state_seq_set_data(self._ctx.ctx, data, len(state.data), 0)
+            # read, and cells from position 0 to n - 1: a state of no cells reads as loaded
+            span = (
+                llama_cpp.llama_memory_seq_pos_min(memory, 0),
+                llama_cpp.llama_memory_seq_pos_max(memory, 0),
+            )
+            if not loaded or span != (0, n - 1):
+                llama_cpp.llama_memory_clear(memory, False)
+                return False
             self.input_ids[:n] = state.tokens
             self.n_tokens = n
             self._prompt_end = n
