@@ -34,7 +34,7 @@ from typing import Any
 
 from nightschool.config import Settings
 from nightschool.llm import EmbeddedConfig, EmbeddedModel, Message
-from nightschool.llm._prefix import PrefixStates
+from nightschool.llm._prefix import PREFIX_STATES, PrefixStates
 
 FILE = '''import csv
 from dataclasses import dataclass
@@ -113,7 +113,7 @@ def arm(model: EmbeddedModel, name: str, practice: int, reply_tokens: int) -> di
     """Turn 1, `practice` practice calls (none for `together`), then turn 2 twice."""
     llama = model._ensure_loaded()  # the bench switches the saved states off for one arm
     llama.forget()
-    llama.states = PrefixStates(limit=0 if name == "no states" else PrefixStates().limit)
+    llama.states = PrefixStates(limit=0 if name == "no states" else PREFIX_STATES)
     first = model.complete([SYSTEM, TURN_1], temperature=0, max_tokens=reply_tokens)
     conversation = [SYSTEM, TURN_1, {"role": "assistant", "content": first.text}, TURN_2]
     for task in PRACTICE_TASKS[: practice if name != "together" else 0]:
