@@ -108,7 +108,11 @@ def ceiling(model: str) -> dict[str, Any]:
     llama = llama_cpp.Llama(model_path=str(path), n_ctx=2048, verbose=False)
     text = (PROMPT_TEXT + " ") * 8
     prompt = llama.tokenize(text.encode())[:512]
-    out: dict[str, Any] = {"gguf_bytes": path.stat().st_size, "threads": {}}
+    out: dict[str, Any] = {
+        "gguf_bytes": path.stat().st_size,
+        "threads": {},
+        "system_info": llama_cpp.llama_print_system_info().decode(),  # the build's instruction sets
+    }
     for threads in (1, 2):
         llama_cpp.llama_set_n_threads(llama._ctx.ctx, threads, threads)
         llama.reset()
@@ -382,15 +386,22 @@ NO_REUSE_SETTINGS = {"NIGHTSCHOOL_REUSE_PREFIX": "0"}
 
 
 def run_arm(
-    src: Path, args: argparse.Namespace, settings: dict[str, str], verify_order: str = "adaptive"
+    src: Path,
+    args: argparse.Namespace,
+    settings: dict[str, str],
+    verify_order: str = "adaptive",
+    first: Path | None = None,
 ) -> dict[str, Any]:
     """Run `dream_arm` in a child process importing `nightschool` from `src`.
 
     `settings` are the arm's environment variables; the new arm's thread choice
-    is never fixed by the caller's own `NIGHTSCHOOL_THREADS`.
+    is never fixed by the caller's own `NIGHTSCHOOL_THREADS`. `first`: a folder
+    imported before `src` and the environment (another llama-cpp-python build,
+    `bench_build.py`).
     """
     env = {k: v for k, v in os.environ.items() if k != "NIGHTSCHOOL_THREADS"}
-    env.update(settings, PYTHONPATH=str(src))
+    path = str(src) if first is None else f"{first}{os.pathsep}{src}"
+    env.update(settings, PYTHONPATH=path)
     command = [
         sys.executable, __file__, "--child-arm", "--model", args.model, "--cycles",
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),

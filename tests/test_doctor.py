@@ -44,7 +44,8 @@ def run_doctor(*args: str) -> tuple[int, dict[str, Any]]:
 def test_help_names_the_checks_and_exit_codes() -> None:
     result = runner.invoke(app, ["doctor", "--help"])
     assert result.exit_code == 0
-    words = ("sandbox", "model", "browser", "database", "telemetry", "disk", "--json", "Exit codes")
+    words = ("sandbox", "model", "llama.cpp", "browser", "database", "telemetry", "disk")
+    words += ("--json", "Exit codes")
     for word in words:
         assert word in result.output
 
@@ -52,11 +53,41 @@ def test_help_names_the_checks_and_exit_codes() -> None:
 def test_a_healthy_machine_passes_every_check() -> None:
     code, checks = run_doctor()
     assert code == 0, checks
-    assert [c["status"] for c in checks.values()] == ["ok"] * 6, checks
-    assert list(checks) == ["sandbox", "model", "browser", "database", "telemetry", "disk"]
+    assert [c["status"] for c in checks.values()] == ["ok"] * 7, checks
+    names = ["sandbox", "model", "llama.cpp", "browser", "database", "telemetry", "disk"]
+    assert list(checks) == names
     assert "hostile probe contained" in checks["sandbox"]["detail"]
     assert "Smollm2 135M" in checks["model"]["detail"]  # conftest selects smollm2-135m
     assert "none yet" in checks["database"]["detail"]
+
+
+# -- llama.cpp's build ----------------------------------------------------------------------
+
+
+def test_the_llama_build_line_warns_of_unused_sets_and_fails_on_foreign_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nightschool.llm import _cpu
+
+    avx512 = "flags\t: avx avx2 fma f16c bmi2 sse4_2 avx512f avx512cd avx512vl avx512dq avx512bw\n"
+    avx2_build = "CPU : AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | OPENMP = 1 | "
+    read = _cpu.cpu_flags
+    monkeypatch.setattr(_cpu, "cpu_flags", lambda: read(avx512))
+    monkeypatch.setattr(_cpu, "installed_system_info", lambda: avx2_build)
+    check = doctor.check_llama_build()
+    assert check.status == "warn" and "built without AVX512, which this CPU has" in check.detail
+    assert check.fix is not None and "scripts/install.sh" in check.fix
+    code, checks = run_doctor()
+    assert code == 0 and checks["llama.cpp"]["status"] == "warn"
+    avx512_build = avx2_build + "AVX512 = 1 | AVX512_VNNI = 1 | "
+    monkeypatch.setattr(_cpu, "cpu_flags", lambda: read(avx512.replace(" avx512f", "")))
+    monkeypatch.setattr(_cpu, "installed_system_info", lambda: avx512_build)
+    check = doctor.check_llama_build()
+    assert check.status == "fail" and "AVX512, AVX512_VNNI, which this CPU lacks" in check.detail
+    code, _ = run_doctor()
+    assert code == 3
+    monkeypatch.setattr(_cpu, "cpu_flags", lambda: None)  # no /proc/cpuinfo: nothing to compare
+    assert doctor.check_llama_build().status == "ok"
 
 
 # -- sandbox --------------------------------------------------------------------------------
@@ -310,6 +341,7 @@ def test_a_model_server_is_asked_for_its_models_under_the_egress_guard(
     with openai_stub(lambda messages: "unused") as base_url:
         code, checks = run_doctor("--base-url", base_url, "--model", "stub")
     assert code == 0 and checks["model"]["detail"] == f"stub on {base_url} answers"
+    assert "llama.cpp" not in checks  # a server's build is not ours to check
     code, checks = run_doctor("--base-url", "http://192.0.2.1:8080/v1", "--model", "stub")
     assert code == 3 and checks["model"]["status"] == "fail"
     detail = checks["model"]["detail"]

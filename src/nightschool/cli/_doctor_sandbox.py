@@ -35,7 +35,7 @@ class Check:
     """One line of the report.
 
     Attributes:
-        name: `sandbox`, `model`, `browser`, `database`, `telemetry` or `disk`.
+        name: `sandbox`, `model`, `llama.cpp`, `browser`, `database`, `telemetry` or `disk`.
         status: `ok`, `warn` (works, but look) or `fail` (something is wrong).
         detail: what was found, one or two sentences.
         fix: what to do about a `warn` or `fail`; None when there is nothing to do.

@@ -6,8 +6,10 @@ file (`EmbeddedConfig.model_path`). Catalog files come inside PyPI packages:
 no hub download, no network. Split files are assembled once into the model cache
 on first load (`catalog.resolve_model_file`).
 
-Build llama-cpp-python with `CMAKE_ARGS="-DGGML_NATIVE=OFF"`: a native build was
-seen to segfault in `decode` on CPUs reporting AMX. Measured speed: see `EmbeddedModel`.
+`scripts/install.sh` builds llama-cpp-python for the instruction sets the CPU
+reports, never natively and never with AMX (a native build was seen to segfault
+in `decode` on CPUs reporting AMX): `nightschool.llm._cpu`. Measured speed: see
+`EmbeddedModel`.
 
 Native tools: llama-cpp-python (0.3.36) renders the GGUF's Jinja chat template
 with `tools` and `tool_choice`, but returns the reply as text (only a named
@@ -68,9 +70,9 @@ DEFAULT_N_CTX = 4096
 """Context window, tokens, for a `model_path` file (catalog models carry their own)."""
 
 INSTALL_HINT = (
-    'install llama-cpp-python with: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
-    "pip install llama-cpp-python "
-    "(a native llama.cpp build was seen to segfault on CPUs reporting AMX); "
+    "bash scripts/install.sh builds llama-cpp-python for this CPU; by hand: "
+    'CMAKE_ARGS="$(python src/nightschool/llm/_cpu.py cmake-args)" pip install llama-cpp-python '
+    "(never a native build: it was seen to segfault on CPUs reporting AMX); "
     "or use a server with --base-url URL --model NAME"
 )
 """Hint attached to the `UserError` about a missing or broken llama-cpp-python."""
