@@ -174,7 +174,7 @@ def check_llama_build() -> Check:
     fix = "bash scripts/install.sh (it rebuilds llama-cpp-python for this CPU)"
     try:
         result = check_installed()
-    except (ImportError, OSError) as exc:
+    except (ImportError, OSError, RuntimeError) as exc:  # llama_cpp: RuntimeError, no library
         return Check(
             "llama.cpp", "fail", f"llama-cpp-python does not load: {exc}", fix,
             EXIT_CODES["infrastructure"],

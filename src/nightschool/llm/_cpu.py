@@ -147,7 +147,8 @@ def installed_system_info() -> str:
     """`llama_print_system_info()` of the installed llama-cpp-python (loads its library).
 
     Raises:
-        ImportError: llama-cpp-python is not installed or its library does not load.
+        ImportError: llama-cpp-python is not installed.
+        RuntimeError, OSError: its shared library does not load.
     """
     import llama_cpp  # function-local: loads the shared library
 
