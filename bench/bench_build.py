@@ -45,8 +45,7 @@ def ceiling(model: str, first: Path | None) -> dict[str, Any]:
     """`bench_throughput.py --parts ceiling` in a child process, `first` on the import path."""
     with tempfile.TemporaryDirectory(prefix="ns-build-") as tmp:
         out = Path(tmp) / "ceiling.json"
-        path = str(ROOT / "src") if first is None else f"{first}{os.pathsep}{ROOT / 'src'}"
-        env = {**os.environ, "PYTHONPATH": path}
+        env = {**os.environ, "PYTHONPATH": throughput.import_path(ROOT / "src", first)}
         command = [sys.executable, throughput.__file__, "--model", model, "--parts", "ceiling",
                    "--out", str(out)]  # fmt: skip
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

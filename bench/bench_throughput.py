@@ -385,6 +385,11 @@ NO_REUSE_SETTINGS = {"NIGHTSCHOOL_REUSE_PREFIX": "0"}
 """The `no-reuse` arm (`--no-reuse-arm`): the new arm with KV prefix reuse off."""
 
 
+def import_path(src: Path, first: Path | None = None) -> str:
+    """A child's `PYTHONPATH`: `src`, after `first` when given (another llama-cpp-python build)."""
+    return str(src) if first is None else f"{first}{os.pathsep}{src}"
+
+
 def run_arm(
     src: Path,
     args: argparse.Namespace,
@@ -400,8 +405,7 @@ def run_arm(
     `bench_build.py`).
     """
     env = {k: v for k, v in os.environ.items() if k != "NIGHTSCHOOL_THREADS"}
-    path = str(src) if first is None else f"{first}{os.pathsep}{src}"
-    env.update(settings, PYTHONPATH=path)
+    env.update(settings, PYTHONPATH=import_path(src, first))
     command = [
         sys.executable, __file__, "--child-arm", "--model", args.model, "--cycles",
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
