@@ -411,8 +411,8 @@ def run_arm(
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
         "--verify-order", verify_order,
     ]  # fmt: skip
-    if args.cluster:
-        command += ["--cluster", args.cluster]
+    command.append(f"--cluster={args.cluster}")  # '' too: the frontier chooses (the child's
+    # default is python_general, so leaving the flag out would not pass '' on)
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"arm at {src} failed:\n{done.stderr[-3000:]}")
