@@ -286,6 +286,7 @@ class LessonExtractor:
             challenge.tier,
             lessons=[shown],
             exclude_hash=challenge.challenge_hash,
+            prior=[result.passed and result.attempts == 1],  # the cycle's first attempt
         )
         comparison = verification.record()
         comparison["challenge_hash"] = challenge.challenge_hash
