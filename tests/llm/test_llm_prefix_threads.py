@@ -107,6 +107,12 @@ def test_prefix_states_give_the_state_keeping_most_and_drop_the_least_recently_u
     assert states.best([*range(40), *range(500, 540), *range(9)]) == (arm, 64)
     assert states.best([5, 6, 7] * 40) == (None, 0)  # nothing shared
     assert states.best(list(range(20))) == (None, 0)  # under one alignment unit
+    # a lookup alone changes no order: solver is still the oldest; marking it used makes
+    # arm the oldest, marking arm used (a restore) makes solver the oldest again
+    states.used(solver)
+    assert states._saved == [arm, solver]
+    states.used(arm)
+    states.used(SavedPrefix((1,) * 64, b"never held"))  # a no-op
     # arm was used last, so a third state drops solver
     states.add(SavedPrefix((9,) * 64, b"x" * 30))
     assert len(states) == 2 and states.best([*range(90), *[1] * 9]) == (arm, 32)  # solver gone

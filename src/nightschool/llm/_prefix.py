@@ -133,17 +133,24 @@ class PrefixStates:
             self._saved.pop(0)
 
     def best(self, prompt: Sequence[int]) -> tuple[SavedPrefix | None, int]:
-        """The held state keeping most of `prompt` (`kept_prefix`), and how much; marks it used."""
+        """The held state keeping most of `prompt` (`kept_prefix`), and how much.
+
+        Only a lookup: the caller marks the state `used` when it restores it (a
+        state the live cache beats stays as old as it was).
+        """
         best: SavedPrefix | None = None
         keep = 0
         for state in self._saved:
             kept = kept_prefix(state.tokens, len(state.tokens), prompt)
             if kept > keep:
                 best, keep = state, kept
-        if best is not None:
-            self._saved.remove(best)
-            self._saved.append(best)
         return best, keep
+
+    def used(self, state: SavedPrefix) -> None:
+        """Mark a held state most recently used (a no-op for one not held)."""
+        if state in self._saved:
+            self._saved.remove(state)
+            self._saved.append(state)
 
 
 class PromptHistory:
@@ -210,6 +217,7 @@ def prefix_keeping_llama(llama_cpp: Any) -> type:
                 if state is not None and kept > keep:
                     self.restored = self._restore(state)
                     keep = kept if self.restored else 0  # refused: the cache is empty
+                    self.states.used(state)
             # llama-cpp-python keeps min(n_tokens, common prefix); n_tokens = 0 resets.
             self.n_tokens = keep
             self.reused = keep
