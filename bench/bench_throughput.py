@@ -321,6 +321,7 @@ def dream_arm(
                 for r in records.values()
                 if r.get("task_kind") == "verification"
             )
+            verifying = verification_detail(results, records.values())
         finally:
             store.close()
         rows = []
@@ -342,6 +343,7 @@ def dream_arm(
         return {
             "elapsed_s": elapsed,
             "verification_s": verification_s,
+            "verification": verifying,
             "cycles": rows,
             # every stored trajectory (cycles and verification arms), counted alike in both arms
             "tokens_in": sum(r.get("tokens_in", 0) for r in records.values()),
@@ -355,6 +357,29 @@ def dream_arm(
             "model_s": usage.seconds if usage else None,
             "threads": usage.threads if usage else {"1 (old default)": None},
         }
+
+
+def verification_detail(results: Any, records: Any) -> dict[str, Any]:
+    """Where verification's time went: comparisons by kind, solves, sandbox seconds.
+
+    A refusal needs two renderings that are no candidate-only win (k = 6), so
+    a comparison solves at least 2 renderings unless stored controls settle
+    some: `solves / comparisons` near 2 means the comparisons are at their floor.
+    `sandbox_s` is the time the verification solves spent running code (the
+    rest is model time): validator timeouts show up here.
+    """
+    kinds: Counter[str] = Counter()
+    for cycle in results:
+        kinds["lesson"] += bool(cycle.lesson is not None and cycle.lesson.comparison)
+        kinds["skill"] += bool(cycle.skill is not None and cycle.skill.comparison)
+    solves = [r for r in records if r.get("task_kind") == "verification"]
+    sandbox = sum(call.get("duration_s") or 0.0 for r in solves for call in r.get("tool_calls", []))
+    return {
+        "lesson_comparisons": kinds["lesson"],
+        "skill_comparisons": kinds["skill"],
+        "solves": len(solves),
+        "sandbox_s": round(sandbox, 2),
+    }
 
 
 def _codes(record: dict[str, Any]) -> list[str]:
@@ -510,6 +535,16 @@ def show(report: dict[str, Any]) -> None:
                   f"{sum(c['passed'] for c in a['cycles']):>7} {decoded:>21.0f} {reread:>14} "
                   f"{a['tokens_cached']:>7} {restores:>9} {a['tokens_out']:>10} "
                   f"{a['verification_s'] / a['elapsed_s']:>9.0%}  {a['threads']}")  # fmt: skip
+        for arm in ("old", "new", "no-reuse", "reuse"):
+            v = d.get(arm, {}).get("verification")
+            if v is None:  # an arm run by code from before the breakdown
+                continue
+            comparisons = v["lesson_comparisons"] + v["skill_comparisons"]
+            print(f"{arm:>8} verification: {comparisons} comparisons ({v['lesson_comparisons']} "
+                  f"lessons, {v['skill_comparisons']} skills), {v['solves']} solves "
+                  f"({v['solves'] / max(1, comparisons):.1f} per comparison; a refusal's floor "
+                  f"is 2), {d[arm]['verification_s']:.0f} s of which {v['sandbox_s']:.0f} s "
+                  "running code")  # fmt: skip
         old = d["old"]
         same = d.get("same_attempts_by_arm", {"new": d["same_attempts"]})
         same_all = d.get("same_trajectories_by_arm", {})
