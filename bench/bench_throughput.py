@@ -310,7 +310,7 @@ def dream_arm(
                 if practice.loop.verifier is not None:
                     practice.loop.verifier.order = verify_order
                 start = time.perf_counter()
-                results = practice.loop.run(cycles, cluster=cluster)
+                results = practice.loop.run(cycles, cluster=cluster, on_cycle=_progress(cycles))
                 elapsed = time.perf_counter() - start
             records = {
                 row[0]: json.loads(row[1])
@@ -357,6 +357,17 @@ def dream_arm(
             "model_s": usage.seconds if usage else None,
             "threads": usage.threads if usage else {"1 (old default)": None},
         }
+
+
+def _progress(cycles: int) -> Any:
+    """An `on_cycle` callback printing one line per cycle to stderr (the parent shows it)."""
+
+    def line(index: int, cycle: Any) -> None:
+        verdict = "passed" if cycle.passed else "failed"
+        print(f"  cycle {index + 1}/{cycles}: {cycle.template} ({cycle.tier}) {verdict} "
+              f"in {cycle.duration_s:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+
+    return line
 
 
 def verification_detail(results: Any, records: Any) -> dict[str, Any]:
@@ -438,9 +449,12 @@ def run_arm(
     ]  # fmt: skip
     command.append(f"--cluster={args.cluster}")  # '' too: the frontier chooses (the child's
     # default is python_general, so leaving the flag out would not pass '' on)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    print(f"arm at {src}{' with ' + str(first) if first else ''} {settings or ''}: "
+          f"{args.cycles} cycles", file=sys.stderr, flush=True)  # fmt: skip
+    # stderr passes through: the child's progress lines, and its traceback if it fails
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"arm at {src} failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"arm at {src} failed (exit {done.returncode}; its output is above)")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
