@@ -65,14 +65,23 @@ build_llama() {  # $1: CMAKE_ARGS; a fresh build from the source package, never 
   CMAKE_ARGS="$1" .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall \
     --no-deps "llama-cpp-python==$llama_version"
 }
-if ! why="$(.venv/bin/python src/nightschool/llm/_cpu.py check)"; then
-  echo "$why: rebuilding llama-cpp-python $llama_version for this CPU (a few minutes)"
-  build_llama "$llama_args"
+failed_marker=.venv/.llama-cpu-build-failed  # llm._cpu.FALLBACK_MARKER
+if [ -f "$failed_marker" ] && [ "$(cat "$failed_marker")" = "$llama_args" ]; then
+  echo "keeping ggml's default llama.cpp build: this CPU's build failed its decode test before (rm $failed_marker to retry)"
+  .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1 || build_llama "-DGGML_NATIVE=OFF"
+else
+  if ! why="$(.venv/bin/python src/nightschool/llm/_cpu.py check)"; then
+    echo "$why: rebuilding llama-cpp-python $llama_version for this CPU (a few minutes)"
+    build_llama "$llama_args"
+  fi
+  if .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1; then
+    rm -f "$failed_marker"
+  else
+    echo "warning: llama.cpp built for this CPU's instruction sets could not decode; rebuilding with ggml's defaults (AVX2)"
+    build_llama "-DGGML_NATIVE=OFF"
+    printf '%s\n' "$llama_args" > "$failed_marker"
+  fi
 fi
-if ! .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1; then
-  echo "warning: llama.cpp built for this CPU's instruction sets could not decode; rebuilding with ggml's defaults (AVX2)"
-  build_llama "-DGGML_NATIVE=OFF"
-  .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null
-fi
+.venv/bin/python -m nightschool.llm._cpu smoke >/dev/null
 echo "installed: $(.venv/bin/nightschool --help >/dev/null && echo '.venv/bin/nightschool')"
 echo "embedded models: .venv/bin/nightschool models"

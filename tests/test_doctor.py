@@ -79,6 +79,12 @@ def test_the_llama_build_line_warns_of_unused_sets_and_fails_on_foreign_ones(
     assert check.fix is not None and "scripts/install.sh" in check.fix
     code, checks = run_doctor()
     assert code == 0 and checks["llama.cpp"]["status"] == "warn"
+    # install.sh fell back to ggml's defaults: the line says why, and rerunning it is no fix
+    assert "failed its decode test" not in check.detail
+    monkeypatch.setattr(_cpu, "failed_cpu_build", lambda: "-DGGML_AVX512=ON")
+    check = doctor.check_llama_build()
+    assert check.status == "warn" and "failed its decode test at install" in check.detail
+    assert check.fix is not None and check.fix.startswith("rm .venv/.llama-cpu-build-failed")
     avx512_build = avx2_build + "AVX512 = 1 | AVX512_VNNI = 1 | "
     monkeypatch.setattr(_cpu, "cpu_flags", lambda: read(avx512.replace(" avx512f", "")))
     monkeypatch.setattr(_cpu, "installed_system_info", lambda: avx512_build)

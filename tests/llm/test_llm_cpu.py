@@ -64,6 +64,17 @@ def test_a_build_is_compared_with_the_cpu_both_ways() -> None:
     assert crashes.unused == ()
 
 
+def test_the_note_of_a_failed_cpu_build_is_read_back(tmp_path: Path) -> None:
+    assert _cpu.failed_cpu_build(tmp_path) is None  # no note: the build for this CPU is in use
+    args = _cpu.cmake_args(_cpu.cpu_flags(AVX512_CPU))
+    (tmp_path / _cpu.FALLBACK_MARKER).write_text(args + "\n", encoding="utf-8")
+    assert _cpu.failed_cpu_build(tmp_path) == args
+    (tmp_path / _cpu.FALLBACK_MARKER).write_text("", encoding="utf-8")
+    assert _cpu.failed_cpu_build(tmp_path) is None
+    install = (SCRIPT.parents[3] / "scripts" / "install.sh").read_text(encoding="utf-8")
+    assert f".venv/{_cpu.FALLBACK_MARKER}" in install  # the script writes the file read here
+
+
 def test_the_installed_build_uses_this_cpus_sets_and_decodes() -> None:
     """e2e: the llama-cpp-python that scripts/install.sh built, on this machine's CPU."""
     result = _cpu.check_installed()

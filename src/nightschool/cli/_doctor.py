@@ -169,7 +169,7 @@ def check_llama_build() -> Check:
     sets the CPU lacks is a failure (it may crash mid-decode).
     """
     # function-local: CLI start-up time (loading llama.cpp's library)
-    from nightschool.llm._cpu import check_installed
+    from nightschool.llm._cpu import FALLBACK_MARKER, check_installed, failed_cpu_build
 
     fix = "bash scripts/install.sh (it rebuilds llama-cpp-python for this CPU)"
     try:
@@ -189,7 +189,11 @@ def check_llama_build() -> Check:
         )  # fmt: skip
     if result.unused:
         detail = f"built without {', '.join(result.unused)}, which this CPU has: slower than it"
-        return Check("llama.cpp", "warn", detail + " could be (prompt reading up to 1.9x)", fix)
+        detail += " could be (prompt reading up to 1.9x)"
+        if failed_cpu_build() is not None:
+            detail += "; the build for this CPU failed its decode test at install"
+            fix = f"rm .venv/{FALLBACK_MARKER} && bash scripts/install.sh (tries it again)"
+        return Check("llama.cpp", "warn", detail, fix)
     return Check("llama.cpp", "ok", "built for this CPU's instruction sets (AMX never)")
 
 

@@ -16,6 +16,12 @@ installed build (`llama_print_system_info`) with the CPU: `scripts/install.sh`
 rebuilds when they differ (a wheel from pip's cache may have been built
 elsewhere), and `doctor` reports it.
 
+When this CPU's build cannot decode (the smoke test), `scripts/install.sh`
+falls back to ggml's defaults and writes the arguments that failed to
+`FALLBACK_MARKER` in the environment; later installs with the same arguments
+keep the fallback instead of rebuilding twice, and `doctor` says why the
+build leaves sets out.
+
 Run as a script (standard library only, so it works before nightschool is installed):
 
     python src/nightschool/llm/_cpu.py cmake-args   # the CMAKE_ARGS for this CPU
@@ -32,6 +38,10 @@ from pathlib import Path
 
 CPUINFO = Path("/proc/cpuinfo")
 """Linux's CPU description; its `flags` line lists the instruction sets."""
+
+FALLBACK_MARKER = ".llama-cpu-build-failed"
+"""File in the environment's root (`sys.prefix`, `.venv/`) holding the `CMAKE_ARGS` of a
+build for this CPU that failed the smoke test; `scripts/install.sh` writes and removes it."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +163,19 @@ def installed_system_info() -> str:
     import llama_cpp  # function-local: loads the shared library
 
     return str(llama_cpp.llama_print_system_info().decode("utf-8", errors="replace"))
+
+
+def failed_cpu_build(prefix: Path | None = None) -> str | None:
+    """The `CMAKE_ARGS` of this CPU's build that failed its smoke test, if install.sh kept a note.
+
+    Args:
+        prefix: the environment's root; None is `sys.prefix`.
+    """
+    marker = (Path(sys.prefix) if prefix is None else prefix) / FALLBACK_MARKER
+    try:
+        return marker.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def check_installed() -> BuildCheck | None:
