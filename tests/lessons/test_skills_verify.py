@@ -212,38 +212,6 @@ def test_verifier_skips_the_candidate_once_passing_controls_rule_out_promotion(
     assert [tuple(row) for row in arms] == [("candidate", 1), ("control", 2)]
 
 
-def test_a_skill_from_a_first_try_win_starts_with_controls_that_serve_later_comparisons(
-    store: Store, rendered: dict[str, Challenge]
-) -> None:
-    def solve_all(messages: Sequence[Message]) -> str:
-        challenge = asked(rendered, messages)
-        assert challenge is not None
-        return f"```python\n{challenge.reference_solution}\n```"
-
-    solver = Solver(ScriptedModel(solve_all), Sandbox(), SolverConfig(max_attempts=1))
-    section = "### WORKED EXAMPLES\n(none)"
-    # the cycle passed at its first attempt: the template looks easy (2/3 by Laplace's
-    # rule), so each rendering starts with its control; two passes end the comparison
-    # before any candidate is solved
-    outcome = PairedVerifier(solver, store=store, k=6).compare(
-        TEMPLATE, "starter", skills=[section], prior=[True]
-    )
-    assert not outcome.helps and outcome.with_candidate == {}
-    assert list(outcome.without.values()) == [True, True] and outcome.deferred == 2
-    # without the prior the candidate goes first (test above): 3 solves, not 2
-    # a later comparison on the same renderings is settled by the stored controls
-    before = store.query("SELECT COUNT(*) FROM trajectories")[0][0]
-    again = PairedVerifier(solver, store=store, k=6).compare(
-        TEMPLATE, "starter", skills=["### WORKED EXAMPLES\n(another)"]
-    )
-    assert not again.helps and store.query("SELECT COUNT(*) FROM trajectories")[0][0] == before
-    # a prior of failures keeps the candidate first, as with no prior
-    failing = PairedVerifier(solver, k=6).compare(
-        TEMPLATE, "starter", skills=[section], prior=[False]
-    )
-    assert list(failing.with_candidate.values())[:1] == [True]
-
-
 def test_a_failing_candidate_is_refused_without_solving_its_controls(
     store: Store, rendered: dict[str, Challenge]
 ) -> None:
@@ -311,12 +279,6 @@ def test_dream_turns_a_pass_into_a_verified_skill_with_provenance(
         skill is not None and skill.verified and skill.source_trajectory_id == cycle.trajectory_id
     )
     assert skill.extra["verification"]["comparison"]["method"] == "paired-fresh-renderings"
-    # the cycle passed at its first attempt (the prior): the first arm solved was a control
-    first_arm = store.query(
-        "SELECT json_extract(record, '$.extra.verification_arm') FROM trajectories "
-        "WHERE json_extract(record, '$.task_kind') = 'verification' ORDER BY rowid LIMIT 1"
-    )
-    assert first_arm[0][0] == "control"
     stored = store.get_trajectory(cycle.trajectory_id)
     assert stored is not None
     assert passing_code(stored.tool_calls) is not None

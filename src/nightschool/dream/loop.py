@@ -401,11 +401,7 @@ class DreamLoop:
         if skill is None:
             return SkillOutcome("skipped", reason="the new skill vanished before verification")
         verification = verify_skill(
-            self.verifier,
-            skill,
-            exclude_prompt=challenge.prompt,
-            prior=[result.attempts == 1],  # the cycle's first attempt passed or failed
-            on_event=notify,
+            self.verifier, skill, exclude_prompt=challenge.prompt, on_event=notify
         )
         record = verification.record()
         if verification.infrastructure_error is not None:

@@ -286,7 +286,6 @@ class LessonExtractor:
             challenge.tier,
             lessons=[shown],
             exclude_hash=challenge.challenge_hash,
-            prior=[result.passed and result.attempts == 1],  # the cycle's first attempt
         )
         comparison = verification.record()
         comparison["challenge_hash"] = challenge.challenge_hash

@@ -365,7 +365,6 @@ def verify_skill(
     skill: Lesson,
     *,
     exclude_prompt: str = "",
-    prior: Sequence[bool] = (),
     on_event: Callable[[str], None] | None = None,
 ) -> Verification:
     """Solve fresh renderings of `skill`'s template with and without it, through the gate.
@@ -379,8 +378,6 @@ def verify_skill(
         verifier: the paired comparison (its `k` renderings per arm).
         skill: a skill row with `template` and `tier` from the template bank.
         exclude_prompt: the source challenge's prompt, also excluded.
-        prior: pass@1 outcomes on other renderings (`PairedVerifier.compare`):
-            orders the arms, never changes the verdict.
         on_event: progress lines.
 
     Returns:
@@ -398,7 +395,6 @@ def verify_skill(
         skill_ids=[skill.id],
         exclude_hash=skill.challenge_hash,
         exclude_prompt=exclude_prompt,
-        prior=prior,
         on_event=on_event,
     )
 

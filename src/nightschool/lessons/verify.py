@@ -253,7 +253,6 @@ class PairedVerifier:
         skill_ids: Sequence[str] = (),
         exclude_hash: str = "",
         exclude_prompt: str = "",
-        prior: Sequence[bool] = (),
         on_event: Callable[[str], None] | None = None,
     ) -> Verification:
         """Solve `k` fresh renderings with and without the candidate; gate the pairs.
@@ -267,10 +266,6 @@ class PairedVerifier:
             exclude_hash: the candidate's own challenge, never rendered here.
             exclude_prompt: the candidate's task text; renderings with the same
                 text are skipped (a skill would be an exact copy of them).
-            prior: pass@1 outcomes seen on other renderings of this template and
-                tier (the cycle the candidate came from: its first attempt).
-                They join the pass-rate estimate that picks each rendering's
-                first arm (`_first_arm`), never the verdict.
             on_event: progress callback.
 
         Returns:
@@ -283,7 +278,7 @@ class PairedVerifier:
         renderings = self.seeds(template, tier, exclude_hash, exclude_prompt)
         self._reuse_stored_controls(template, tier, renderings)
         shown = {"lessons": list(lessons), "skills": list(skills), "skill_ids": list(skill_ids)}
-        run = _Run(template, tier, shown, prior=tuple(prior))
+        run = _Run(template, tier, shown)
         fault: str | None = None
         curtailed = 0
         for index, (seed, challenge) in enumerate(renderings, start=1):
@@ -366,12 +361,9 @@ class PairedVerifier:
 
         A cached control costs nothing, so it goes first. Otherwise the
         candidate goes first when this template's estimated pass rate (known
-        control results, this comparison's candidate results and the caller's
-        `prior`, Laplace's rule) is at most 1/2: a rendering then costs
-        1 + P(candidate passes) solves against 2 - P(control passes) the other
-        way round. A skill from a first-try win (prior: one pass) starts with
-        controls, which settle it when they pass and, unlike a candidate's
-        solve, serve every later comparison on the same renderings.
+        control results and this comparison's candidate results, Laplace's
+        rule) is at most 1/2: a rendering then costs 1 + P(candidate passes)
+        solves against 2 - P(control passes) the other way round.
         """
         if self.order == "control-first" or (run.template, run.tier, seed) in self._control:
             return "control"
@@ -381,7 +373,6 @@ class PairedVerifier:
             if (template, tier) == (run.template, run.tier)
         ]
         known += run.with_arm.values()
-        known += run.prior
         return "candidate" if (sum(known) + 1) / (len(known) + 2) <= 0.5 else "control"
 
     def _undecided(self, run: _Run) -> bool:
@@ -540,13 +531,11 @@ class _Run:
         deferred: per seed, the rendering and whether its control is the arm
             known (True: the control passed) or the candidate (False: it failed).
         stopped: `control-first` order found the gate decided mid-rendering.
-        prior: pass@1 outcomes on other renderings (`compare`'s `prior`).
     """
 
     template: str
     tier: str
     shown: dict[str, Any]
-    prior: tuple[bool, ...] = ()
     pairs: list[PairedResult] = field(default_factory=list)
     candidates: dict[int, SolveResult] = field(default_factory=dict)
     control: dict[int, bool] = field(default_factory=dict)
