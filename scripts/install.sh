@@ -67,7 +67,7 @@ build_llama() {  # $1: CMAKE_ARGS; a fresh build from the source package, never 
 }
 failed_marker=.venv/.llama-cpu-build-failed  # llm._cpu.FALLBACK_MARKER
 if [ -f "$failed_marker" ] && [ "$(cat "$failed_marker")" = "$llama_args" ]; then
-  echo "keeping ggml's default llama.cpp build: this CPU's build failed its decode test before (rm $failed_marker to retry)"
+  echo "not rebuilding llama.cpp for this CPU: that build failed its decode test before (rm $failed_marker to retry)"
   .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1 || build_llama "-DGGML_NATIVE=OFF"
 else
   if ! why="$(.venv/bin/python src/nightschool/llm/_cpu.py check)"; then
