@@ -65,23 +65,27 @@ build_llama() {  # $1: CMAKE_ARGS; a fresh build from the source package, never 
   CMAKE_ARGS="$1" .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall \
     --no-deps "llama-cpp-python==$llama_version"
 }
+smoke() { .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null "$@"; }
+fall_back() {  # ggml's defaults, which must decode (the install fails otherwise)
+  build_llama "-DGGML_NATIVE=OFF"
+  smoke
+}
 failed_marker=.venv/.llama-cpu-build-failed  # llm._cpu.FALLBACK_MARKER
 if [ -f "$failed_marker" ] && [ "$(cat "$failed_marker")" = "$llama_args" ]; then
   echo "not rebuilding llama.cpp for this CPU: that build failed its decode test before (rm $failed_marker to retry)"
-  .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1 || build_llama "-DGGML_NATIVE=OFF"
+  if ! smoke 2>/dev/null; then fall_back; fi  # not `||`: set -e would not stop a failed fall_back
 else
   if ! why="$(.venv/bin/python src/nightschool/llm/_cpu.py check)"; then
     echo "$why: rebuilding llama-cpp-python $llama_version for this CPU (a few minutes)"
     build_llama "$llama_args"
   fi
-  if .venv/bin/python -m nightschool.llm._cpu smoke >/dev/null 2>&1; then
+  if smoke 2>/dev/null; then
     rm -f "$failed_marker"
   else
     echo "warning: llama.cpp built for this CPU's instruction sets could not decode; rebuilding with ggml's defaults (AVX2)"
-    build_llama "-DGGML_NATIVE=OFF"
+    fall_back
     printf '%s\n' "$llama_args" > "$failed_marker"
   fi
 fi
-.venv/bin/python -m nightschool.llm._cpu smoke >/dev/null
 echo "installed: $(.venv/bin/nightschool --help >/dev/null && echo '.venv/bin/nightschool')"
 echo "embedded models: .venv/bin/nightschool models"

@@ -217,7 +217,8 @@ def prefix_keeping_llama(llama_cpp: Any) -> type:
                 if state is not None and kept > keep:
                     self.restored = self._restore(state)
                     keep = kept if self.restored else 0  # refused: the cache is empty
-                    self.states.used(state)
+                    if self.restored:
+                        self.states.used(state)
             # llama-cpp-python keeps min(n_tokens, common prefix); n_tokens = 0 resets.
             self.n_tokens = keep
             self.reused = keep
