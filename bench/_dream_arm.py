@@ -17,12 +17,20 @@ from typing import Any
 
 
 def dream_arm(
-    model: str, cycles: int, seed: int, cluster: str | None, verify_k: int, verify_order: str
+    model: str,
+    cycles: int,
+    seed: int,
+    cluster: str | None,
+    verify_k: int,
+    verify_order: str,
+    verify_share: float | None = None,
 ) -> dict[str, Any]:
     """Run `cycles` dream cycles in a temporary home with this process's `nightschool`.
 
     `verify_order` is set on the dream's `PairedVerifier` (`adaptive`, the
     default a user gets, or `control-first`, the order at the issue's start).
+    `verify_share` is `nightschool dream --verify-share` (None: not passed, so
+    code from before the option runs too).
     """
     from nightschool.cli._common import open_store
     from nightschool.config import Settings
@@ -47,12 +55,14 @@ def dream_arm(
                 seed=seed,
                 curriculum=cluster is None,
                 home=settings.home_dir(),
+                **({} if verify_share is None else {"verify_share": verify_share}),
             ) as practice:
                 if practice.loop.verifier is not None:
                     practice.loop.verifier.order = verify_order
                 start = time.perf_counter()
                 results = practice.loop.run(cycles, cluster=cluster, on_cycle=_progress(cycles))
                 elapsed = time.perf_counter() - start
+                waiting = Counter(w.kind for w in getattr(practice.loop, "waiting", []))
             records = {
                 row[0]: json.loads(row[1])
                 for row in store.query("SELECT id, record FROM trajectories")
@@ -63,6 +73,7 @@ def dream_arm(
                 if r.get("task_kind") == "verification"
             )
             verifying = verification_detail(results, records.values())
+            verifying["waiting_at_end"] = dict(waiting)
         finally:
             store.close()
         rows = []
@@ -121,14 +132,20 @@ def verification_detail(results: Any, records: Any) -> dict[str, Any]:
     rest is model time): validator timeouts show up here.
     """
     kinds: Counter[str] = Counter()
+    promoted = 0
     for cycle in results:
-        kinds["lesson"] += bool(cycle.lesson is not None and cycle.lesson.comparison)
-        kinds["skill"] += bool(cycle.skill is not None and cycle.skill.comparison)
+        # a candidate that waited for --verify-share is compared after a later cycle
+        for outcome in (cycle.lesson, cycle.skill, *getattr(cycle, "caught_up", ())):
+            if outcome is None or not outcome.comparison:
+                continue
+            kinds["skill" if hasattr(outcome, "skill_id") else "lesson"] += 1
+            promoted += bool(outcome.comparison.get("promote"))
     solves = [r for r in records if r.get("task_kind") == "verification"]
     sandbox = sum(call.get("duration_s") or 0.0 for r in solves for call in r.get("tool_calls", []))
     return {
         "lesson_comparisons": kinds["lesson"],
         "skill_comparisons": kinds["skill"],
+        "promoted": promoted,
         "solves": len(solves),
         "sandbox_s": round(sandbox, 2),
     }

@@ -39,11 +39,15 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   restored a saved KV state (`PrefixStates`), verification's share of the time
   (trajectories of kind `verification`), and how many cycles made the same
   attempts (same code, token for token) in both arms: the reproducibility check
-  of prefix reuse (`nightschool.llm._prefix`).
+  of prefix reuse (`nightschool.llm._prefix`). `--verify-share S` runs the
+  new arm with `nightschool dream --verify-share S` (verification held to that
+  share of the time; with `--old ref --old-ref <commit>` the old arm is the same
+  code without it): the verification line then adds the comparisons that
+  promoted and the candidates still waiting at the end.
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
 [--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream]
-[--old settings|ref] [--no-reuse-arm] [--out F]`.
+[--old settings|ref] [--no-reuse-arm] [--verify-share S] [--out F]`.
 Measure on an idle machine (the load average is printed): llama.cpp's worker
 threads spin-wait, so another busy process changes every figure, and the
 automatic thread choice then takes 1 thread on purpose.
@@ -295,6 +299,7 @@ def run_arm(
     settings: dict[str, str],
     verify_order: str = "adaptive",
     first: Path | None = None,
+    verify_share: float | None = None,
 ) -> dict[str, Any]:
     """Run `dream_arm` in a child process importing `nightschool` from `src`.
 
@@ -302,6 +307,7 @@ def run_arm(
     is never fixed by the caller's own `NIGHTSCHOOL_THREADS`. `first`: a folder
     imported before `src` and the environment (another llama-cpp-python build,
     `bench_build.py`).
+    `verify_share`: the arm's `nightschool dream --verify-share` (None: not set).
     """
     env = {k: v for k, v in os.environ.items() if k != "NIGHTSCHOOL_THREADS"}
     env.update(settings, PYTHONPATH=import_path(src, first))
@@ -310,6 +316,8 @@ def run_arm(
         str(args.cycles), "--seed", str(args.seed), "--verify-k", str(args.verify_k),
         "--verify-order", verify_order,
     ]  # fmt: skip
+    if verify_share is not None:
+        command += ["--verify-share", str(verify_share)]
     command.append(f"--cluster={args.cluster}")  # '' too: the frontier chooses (the child's
     # default is python_general, so leaving the flag out would not pass '' on)
     print(f"arm at {src}{' with ' + str(first) if first else ''} {settings or ''}: "
@@ -341,7 +349,7 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
     else:
         with old_tree(args.old_ref) as old_src:
             old = run_arm(old_src, args, {})
-    arms = {"old": old, "new": run_arm(ROOT / "src", args, {})}
+    arms = {"old": old, "new": run_arm(ROOT / "src", args, {}, verify_share=args.verify_share)}
     if args.no_reuse_arm:
         arms["no-reuse"] = run_arm(ROOT / "src", args, NO_REUSE_SETTINGS)
     same = {
@@ -417,8 +425,11 @@ def show(report: dict[str, Any]) -> None:
             if v is None:  # an arm run by code from before the breakdown
                 continue
             comparisons = v["lesson_comparisons"] + v["skill_comparisons"]
+            waiting = sum(v.get("waiting_at_end", {}).values())
+            promoted = f", {v['promoted']} promoted" if "promoted" in v else ""
+            waits = f", {waiting} still waiting at the end" if waiting else ""
             print(f"{arm:>8} verification: {comparisons} comparisons ({v['lesson_comparisons']} "
-                  f"lessons, {v['skill_comparisons']} skills), {v['solves']} solves "
+                  f"lessons, {v['skill_comparisons']} skills{promoted}{waits}), {v['solves']} solves "
                   f"({v['solves'] / max(1, comparisons):.1f} per comparison; a refusal's floor "
                   f"is 2), {d[arm]['verification_s']:.0f} s of which {v['sandbox_s']:.0f} s "
                   "running code")  # fmt: skip
@@ -460,6 +471,12 @@ def main() -> None:
         action="store_true",
         help="a third dream arm: new with KV prefix reuse off",
     )
+    parser.add_argument(
+        "--verify-share",
+        type=float,
+        default=None,
+        help="the new arm's `nightschool dream --verify-share` (default: not set)",
+    )
     parser.add_argument("--verify-order", default="adaptive", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child-arm", action="store_true", help=argparse.SUPPRESS)
@@ -467,7 +484,7 @@ def main() -> None:
     if args.child_arm:
         result = dream_arm(
             args.model, args.cycles, args.seed, args.cluster or None, args.verify_k,
-            args.verify_order,
+            args.verify_order, args.verify_share,
         )  # fmt: skip
         print(json.dumps(result))
         return

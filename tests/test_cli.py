@@ -88,8 +88,46 @@ def test_corrupt_database_clear_error(tmp_path: Path) -> None:
 
 def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
     assert nightschool("dream", "--cycles", "0", home=tmp_path).returncode == 2
+    for share in ("0", "1.5", "a quarter"):
+        assert nightschool("dream", "--verify-share", share, home=tmp_path).returncode == 2
     bad = nightschool("trajectories", "export", "--since", "yesterday-ish", home=tmp_path)
     assert bad.returncode == 2
+
+
+LESSON = """TRIGGER: a task asks to aggregate rows from a delimited text file
+ANTI-PATTERN: splitting each line on commas by hand, which breaks on quoted fields
+CORRECT PATTERN: read the file with the csv module and convert numbers explicitly
+DOMAINS: data_analysis, python_general
+CONFIDENCE: 0.8
+"""
+
+
+@needs_bwrap
+def test_dream_with_a_verification_share_lets_candidates_wait_and_says_so(
+    tmp_path: Path,
+    openai_stub,  # type: ignore[no-untyped-def]
+) -> None:
+    home = tmp_path / "h"
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        return LESSON if "TRIGGER:" in messages[-1]["content"] else WRONG
+
+    with openai_stub(reply) as base_url:
+        result = nightschool(
+            "dream", "--cycles", "2", "--seed", "3", "--cluster", "data_analysis",
+            "--verify-share", "0.25", "--base-url", base_url, "--model", "stub", home=home,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # a stub's cycle takes seconds, so no comparison (about 15 s each) fits a quarter of it
+    assert result.stderr.count("lesson candidate waits") == 2, result.stderr
+    assert "still waiting for verification at the end: 2 lesson candidate(s), not kept" in (
+        result.stdout
+    )
+    assert "(0%; share 25%), 0 comparison(s), 2 candidate(s) still waiting" in result.stdout
+    assert db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)]
+    assert db_rows(home, "SELECT COUNT(*) FROM trajectories WHERE task_kind = 'verification'") == [
+        (0,)
+    ]
 
 
 @needs_bwrap

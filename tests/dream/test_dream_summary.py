@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nightschool.cli._dream import kept_summary
+from nightschool.cli._dream_report import kept_summary
 from nightschool.dream.frontier import SeedPick
 from nightschool.dream.loop import CycleResult, SkillOutcome
 from nightschool.lessons.extraction import CandidateLesson, ExtractionOutcome
@@ -38,3 +38,38 @@ def test_kept_items_are_listed_with_their_evidence() -> None:
     assert lines[1] == "kept: skill S-1 (written, not verified)"
     assert "1 verified lesson(s)" in lines[-1] and "1 skill(s) (0 verified)" in lines[-1]
     assert "eval stream" in lines[-1]
+
+
+def test_a_candidate_that_waited_counts_once_by_its_last_word() -> None:
+    candidate = CandidateLesson("when merging intervals", "", "sort by start first", ["algo"], 0.6)
+    other = CandidateLesson("when parsing dates", "", "use datetime.strptime", ["regex"], 0.6)
+    waits = ExtractionOutcome("waiting", "verification waits: ...", None, candidate)
+    still = ExtractionOutcome("waiting", "verification waits: ...", None, other)
+    written = ExtractionOutcome(
+        "written", "new lesson", "L-1", candidate, {"passes_with": 5, "passes_without": 0, "k": 6}
+    )
+    skill_waits = SkillOutcome("written", "S-1", reason="verification waits: ...", waits=True)
+    skill_done = SkillOutcome("written", "S-1", verified=True, comparison={"k": 6})
+    skill_left = SkillOutcome("written", "S-2", reason="verification waits: ...", waits=True)
+    lines = kept_summary(
+        [
+            cycle(lesson=waits),
+            cycle(passed=True, attempts=1, skill=skill_waits),
+            cycle(lesson=still, caught_up=(written, skill_done)),
+            cycle(passed=True, attempts=1, skill=skill_left),
+        ]
+    )
+    assert lines[0].startswith("kept: lesson L-1, verified")
+    assert lines[1:3] == [
+        "kept: skill S-1 (written, verified)",
+        "kept: skill S-2 (written, not verified)",
+    ]
+    assert lines[3].startswith("still waiting for verification at the end: 1 skill(s)")
+    assert "1 lesson candidate(s), not kept" in lines[3]
+    assert "1 verified lesson(s)" in lines[-1] and "2 skill(s) (1 verified)" in lines[-1]
+
+
+def test_a_run_without_waiting_says_nothing_about_waiting() -> None:
+    skill = SkillOutcome("written", "S-1", verified=True, comparison={"k": 6})
+    lines = kept_summary([cycle(passed=True, attempts=1, skill=skill)])
+    assert not any("waiting" in line for line in lines)

@@ -24,40 +24,10 @@ from nightschool.cli._common import (
     settings_from,
     with_model_options,
 )
+from nightschool.cli._dream_report import budget_line, cycle_lines, final_outcomes, kept_summary
 from nightschool.cli._idle import show_phases
 from nightschool.cli._parallel import RayAddressOpt, WorkersOpt, parallel_backend, remote_resources
 from nightschool.errors import UserError
-
-
-def _lesson_line(cycle: Any) -> str | None:
-    outcome = cycle.lesson
-    if outcome is None or outcome.status == "skipped":
-        return None
-    if outcome.status in ("written", "reinforced"):
-        trigger = outcome.candidate.trigger if outcome.candidate else ""
-        return (
-            f"    [green]lesson {outcome.status}[/] {outcome.lesson_id} (verified): {trigger[:90]}"
-        )
-    return f"    [dim]no lesson: {outcome.reason[:140]}[/]"
-
-
-def _skill_line(cycle: Any) -> str | None:
-    # function-local: CLI start-up time (lessons.verify loads scipy, ~1.1 s)
-    from nightschool.lessons.verify import evidence
-
-    outcome = cycle.skill
-    if outcome is None or outcome.status not in ("written", "reinforced"):
-        return None
-    if outcome.status == "reinforced":
-        return f"    [dim]skill {outcome.skill_id} reinforced (same solution seen before)[/]"
-    if outcome.comparison is None:
-        return f"    [green]skill written[/] {outcome.skill_id} (unverified)"
-    c = outcome.comparison
-    verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
-    return (
-        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings "
-        f"{evidence(c)} ({c.get('test')})"
-    )
 
 
 def _mark(cycle: Any) -> str:
@@ -194,6 +164,20 @@ def dream(
             "(needs a saved PRM; otherwise the brittle picker).",
         ),
     ] = "brittle",
+    verify_share: Annotated[
+        float | None,
+        typer.Option(
+            "--verify-share",
+            min=0.01,
+            max=1.0,
+            show_default=False,
+            help="Hold verification (the controlled comparisons) to this share of the dream's "
+            "time, e.g. 0.25: a candidate that does not fit waits and is verified after a later "
+            "cycle; a skill still waiting at the end stays unverified until idle time verifies "
+            "it, a lesson candidate still waiting is not kept [default: verify every candidate "
+            "at once].",
+        ),
+    ] = None,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
     unsandboxed: UnsandboxedCodeOpt = False,
     backend: Annotated[
@@ -266,6 +250,7 @@ def dream(
                             router=router,
                             frontier=frontier,
                             playbook=playbook,
+                            verify_share=verify_share,
                         )
                     )
                 _dream_run(
@@ -340,9 +325,8 @@ def _dream_run(
                 f"{shown} [dim]({cycle.pick.mode}{source})[/]",
                 highlight=False,
             )
-            for line in (_skill_line(cycle), _lesson_line(cycle)):
-                if line:
-                    progress.console.print(line, highlight=False)
+            for line in cycle_lines(cycle):
+                progress.console.print(line, highlight=False)
             if samples > 1:
                 drawn.append(sampler.sample(cycle, on_event=on_event))
                 progress.console.print(_samples_line(drawn[-1]), highlight=False)
@@ -390,8 +374,9 @@ def _dream_run(
             f"samples: {extra} extra solve(s); {sum(d.contrast for d in drawn)} of "
             f"{len(drawn)} cycle(s) now have both a pass and a fail"
         )
-    learned = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
-    new_skills = [c.skill for c in results if c.skill and c.skill.status == "written"]
+    lessons_done, skills_done = final_outcomes(results)
+    learned = [o for o in lessons_done if o.lesson_id]
+    new_skills = [s for s in skills_done if s.status == "written"]
     generated = sum(c.source != "template" for c in results)
     if playbook is not None:
         console.print(
@@ -403,61 +388,9 @@ def _dream_run(
         )
         for line in kept_summary(results):
             console.print(line, highlight=False)
-
-
-def kept_summary(results: list[Any]) -> list[str]:
-    """What a dream run kept, what it threw away and why, and what that changes for the agent.
-
-    Args:
-        results: the run's `CycleResult`s.
-
-    Returns:
-        Lines for the console: one per kept lesson or skill, one counting what
-        was not kept (by reason), and one `what it changed` sentence.
-    """
-    from nightschool.lessons.verify import evidence  # function-local: see _skill_line
-
-    lines: list[str] = []
-    lessons = [c.lesson for c in results if c.lesson and c.lesson.lesson_id]
-    skills = [
-        c.skill
-        for c in results
-        if c.skill and c.skill.status in ("written", "reinforced") and c.skill.skill_id
-    ]
-    for outcome in lessons:
-        trigger = outcome.candidate.trigger if outcome.candidate else ""
-        c = outcome.comparison or {}
-        said = f" ({evidence(c)})" if c else ""
-        lines.append(f"kept: lesson {outcome.lesson_id}, verified{said}: {trigger[:80]}")
-    for skill in skills:
-        state = "verified" if skill.verified else "not verified"
-        lines.append(f"kept: skill {skill.skill_id} ({skill.status}, {state})")
-    dropped: dict[str, int] = {}
-    for c in results:
-        if c.lesson and c.lesson.status in ("rejected", "unparseable"):
-            why = c.lesson.reason.split(":")[0] if c.lesson.status == "rejected" else "unparseable"
-            dropped[f"lesson: {why}"] = dropped.get(f"lesson: {why}", 0) + 1
-        if c.skill and c.skill.status == "rejected":
-            dropped["skill: rejected"] = dropped.get("skill: rejected", 0) + 1
-    if dropped:
-        lines.append("not kept: " + ", ".join(f"{n} {why}" for why, n in sorted(dropped.items())))
-    verified_skills = sum(s.verified for s in skills)
-    if not lessons and not skills:
-        lines.append("what it changed: nothing; the agent answers every request as before.")
-    else:
-        parts = []
-        if lessons:
-            parts.append(f"{len(lessons)} verified lesson(s) are shown on similar requests")
-        if skills:
-            parts.append(
-                f"{len(skills)} skill(s) ({verified_skills} verified) are shown as worked "
-                "examples when the same task comes again (in dream: its own template only)"
-            )
-        lines.append(
-            "what it changed: " + "; ".join(parts) + ". Whether that helps on new tasks is "
-            "measured by `nightschool eval stream`, not by this run."
-        )
-    return lines
+    said = budget_line(dream_loop)
+    if said:
+        console.print(said, highlight=False)
 
 
 def status() -> None:

@@ -15,6 +15,10 @@ follow-up (keeping a skill, extracting a lesson), leaves the cycle stored with
 its real verdict: `CycleCutShort` carries it to the caller, which counts it.
 Infrastructure faults are stored as `unknown` trajectories with the
 fault named and no frontier run, then raised so the caller can stop.
+
+With `verify_share` the comparisons are held to that share of the run's time
+(`nightschool.dream.budget`): a candidate that does not fit waits and is
+verified after a later cycle.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
+from nightschool.dream.budget import VerificationBudget, Waiting
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.llm.preempt import Preempted
@@ -63,6 +69,8 @@ class SkillOutcome:
     verified: bool = False
     reason: str = ""
     comparison: dict[str, Any] | None = None
+    waits: bool = False
+    """The comparison waits for the verification budget (`DreamLoop(verify_share=...)`)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class CycleResult:
             stored (`keeping the skill` or `lesson extraction`), else None. The
             verdict stands; idle time verifies the skill and reflects on the
             failure later.
+        caught_up: comparisons of earlier cycles' candidates that waited for
+            the verification budget and ran after this cycle (oldest first).
     """
 
     cluster: str
@@ -112,6 +122,7 @@ class CycleResult:
     source: str = "template"
     skipped: str | None = None
     cut_short: str | None = None
+    caught_up: tuple[SkillOutcome | ExtractionOutcome, ...] = ()
 
 
 class CycleCutShort(Preempted):
@@ -165,6 +176,13 @@ class DreamLoop:
             the template bank has nothing left to teach
             (`nightschool.dream.sources`); None: template bank only. A
             cycle with `--cluster` or `--tier` always uses the bank.
+        verify_share: hold verification to this share of the run's wall-clock
+            time (`nightschool.dream.budget`): a candidate whose comparison
+            does not fit waits, and waiting ones are verified after later
+            cycles, oldest first; None verifies every candidate at once.
+
+    Raises:
+        ValueError: `verify_share` outside (0, 1].
     """
 
     def __init__(
@@ -181,7 +199,11 @@ class DreamLoop:
         verifier: PairedVerifier | None = None,
         exclude_templates: Collection[str] = (),
         sources: CurriculumSources | None = None,
+        verify_share: float | None = None,
     ) -> None:
+        self.budget = None if verify_share is None else VerificationBudget(verify_share)
+        self.waiting: list[Waiting] = []
+        """Candidates whose comparison waits for the budget, oldest first."""
         self.sources = sources
         self.extractor = extractor
         self.skills = skills
@@ -250,6 +272,8 @@ class DreamLoop:
             Preempted: a user turn stopped the cycle before anything was stored.
         """
         started = time.perf_counter()
+        if self.budget is not None:
+            self.budget.start()
         pick = self.choose(cluster=cluster, tier=tier)
         notify = on_event or (lambda _msg: None)
         source, source_reason = "template", ""
@@ -318,6 +342,7 @@ class DreamLoop:
                     memory.record_outcome(stored.id, result.passed)
         skill: SkillOutcome | None = None
         lesson: ExtractionOutcome | None = None
+        caught_up: list[SkillOutcome | ExtractionOutcome] = []
         step: str | None = None  # the follow-up under way
         preempted: Preempted | None = None
         try:  # the cycle is stored: a user turn from here on cuts only its follow-up short
@@ -336,7 +361,10 @@ class DreamLoop:
             if self.extractor is not None and ran and bank:
                 step = "lesson extraction"
                 notify("extracting a lesson")
-                lesson = self.extractor.extract(challenge, result, session_id=self.session_id)
+                lesson = self._lesson(challenge, result, stored.id, notify)
+            if self.waiting:
+                step = "verifying waiting candidates"
+                self._catch_up(caught_up, notify)
             step = None
         except Preempted as exc:
             preempted = exc
@@ -358,6 +386,7 @@ class DreamLoop:
             source=source,
             skipped=skipped,
             cut_short=step,
+            caught_up=tuple(caught_up),
         )
         if preempted is not None:
             raise CycleCutShort(cycle) from preempted
@@ -383,7 +412,7 @@ class DreamLoop:
         challenge, as every skill is only for its own template.
         """
         # function-local: start-up time (see run_cycle)
-        from nightschool.lessons.skills import learn_skill, passing_code, verify_skill
+        from nightschool.lessons.skills import learn_skill, passing_code
 
         memory = self.solver.playbook
         code = passing_code(result.trajectory.tool_calls)
@@ -397,12 +426,29 @@ class DreamLoop:
             or not verify
         ):
             return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
-        skill = memory.get(learned.lesson_id)
-        if skill is None:
+        if self.budget is not None and not self.budget.allows():
+            self.waiting.append(
+                Waiting("skill", challenge, trajectory_id, skill_id=learned.lesson_id)
+            )
+            return SkillOutcome(
+                "written", learned.lesson_id, reason=self._wait_reason(), waits=True
+            )
+        return self._verify_skill(learned.lesson_id, challenge.prompt, notify)
+
+    def _verify_skill(
+        self, skill_id: str, exclude_prompt: str, notify: Callable[[str], None]
+    ) -> SkillOutcome:
+        """Run a stored skill's comparison and store its verdict (`SkillMemory.set_verified`)."""
+        from nightschool.lessons.skills import verify_skill  # function-local: see run_cycle
+
+        memory = self.solver.playbook
+        skill = memory.get(skill_id) if memory is not None else None
+        if memory is None or skill is None or self.verifier is None:
             return SkillOutcome("skipped", reason="the new skill vanished before verification")
-        verification = verify_skill(
-            self.verifier, skill, exclude_prompt=challenge.prompt, on_event=notify
-        )
+        with self._timed():
+            verification = verify_skill(
+                self.verifier, skill, exclude_prompt=exclude_prompt, on_event=notify
+            )
         record = verification.record()
         if verification.infrastructure_error is not None:
             memory.set_verified(skill.id, False, record)
@@ -412,6 +458,60 @@ class DreamLoop:
         memory.set_verified(skill.id, verification.helps, record)
         reason = record["verdict"] or "no verdict"
         return SkillOutcome("written", skill.id, verification.helps, str(reason), record)
+
+    def _lesson(
+        self,
+        challenge: Challenge,
+        result: SolveResult,
+        trajectory_id: str,
+        notify: Callable[[str], None],
+    ) -> ExtractionOutcome:
+        """Extract a lesson from the cycle; verify it now, or let it wait for the budget."""
+        extractor = self.extractor
+        assert extractor is not None  # the caller checked
+        if self.budget is None or (result.passed and result.attempts == 1):
+            return extractor.extract(challenge, result, session_id=self.session_id)
+        proposed = extractor.propose(challenge, result)
+        if proposed.status != "proposed" or proposed.candidate is None:
+            return proposed
+        if not self.budget.allows():
+            waiting = Waiting(
+                "lesson", challenge, trajectory_id, candidate=proposed.candidate, result=result
+            )
+            self.waiting.append(waiting)
+            return replace(proposed, status="waiting", reason=self._wait_reason())
+        with self._timed():
+            return extractor.settle(challenge, result, proposed.candidate)
+
+    def _catch_up(
+        self, done: list[SkillOutcome | ExtractionOutcome], notify: Callable[[str], None]
+    ) -> None:
+        """Verify waiting candidates, oldest first, while the budget allows; append to `done`.
+
+        A candidate leaves the queue only when its comparison finished, so a
+        user turn (`Preempted`) or a fault leaves it waiting.
+        """
+        while self.waiting and self.budget is not None and self.budget.allows():
+            item = self.waiting[0]
+            notify(f"verifying a waiting {item.kind} from {item.challenge.template}")
+            if item.kind == "skill" and item.skill_id is not None:
+                done.append(self._verify_skill(item.skill_id, item.challenge.prompt, notify))
+            elif self.extractor is not None and item.candidate and item.result is not None:
+                with self._timed():
+                    done.append(self.extractor.settle(item.challenge, item.result, item.candidate))
+            self.waiting.pop(0)
+
+    def _timed(self) -> AbstractContextManager[None]:
+        """The budget's clock around a comparison (nothing without a budget)."""
+        return nullcontext() if self.budget is None else self.budget.timed()
+
+    def _wait_reason(self) -> str:
+        budget = self.budget
+        assert budget is not None  # only asked once the budget said no
+        return (
+            f"verification has taken {budget.used_share():.0%} of this dream's time so far, "
+            f"its share is {budget.share:.0%}"
+        )
 
     def run(
         self,

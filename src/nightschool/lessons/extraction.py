@@ -260,9 +260,23 @@ class LessonExtractor:
         if result.passed and result.attempts == 1:
             return ExtractionOutcome("skipped", "first-try win: nothing to learn")
         proposed = self.propose(challenge, result)
-        candidate = proposed.candidate
-        if proposed.status != "proposed" or candidate is None:
+        if proposed.status != "proposed" or proposed.candidate is None:
             return proposed
+        return self.settle(challenge, result, proposed.candidate)
+
+    def settle(
+        self, challenge: Challenge, result: SolveResult, candidate: CandidateLesson
+    ) -> ExtractionOutcome:
+        """Verify a guarded candidate (`propose`) on fresh renderings; write it when it helps.
+
+        Returns:
+            `written` or `reinforced` (verified), or `rejected` with the
+            comparison when the gate did not promote it.
+
+        Raises:
+            InfrastructureError: the model or sandbox failed during verification
+                (nothing is written).
+        """
         # the id is shown in the candidate arm's prompt: a digest of the lesson, not a
         # random id, so the same lesson gives the same prompt (reproducible arms)
         text = "\x00".join((candidate.trigger, candidate.anti_pattern, candidate.correct_pattern))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from nightschool.dream.frontier import FrontierTracker, adaptive_cooldown
 from nightschool.dream.loop import CycleCutShort, CycleResult, DreamLoop
 from nightschool.dream.sources import CurriculumSources
+from nightschool.errors import UserError
 from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel
 from nightschool.prompts.live import with_live_prompt
@@ -70,6 +71,7 @@ def open_practice(
     search: str = "retry",
     router: bool = True,
     frontier: str = "brittle",
+    verify_share: float | None = None,
 ) -> Iterator[Practice]:
     """Build a dream loop over `store`; closes the playbook it opened on exit.
 
@@ -106,9 +108,12 @@ def open_practice(
             (`learners.frontier.PrmFrontierTracker`: PRM uncertainty x rarity
             with a 20% floor, engaged only while a PRM checkpoint exists in
             `home`).
+        verify_share: hold verification to this share of the dream's time
+            (`DreamLoop`'s `verify_share`); None: every candidate at once.
 
     Raises:
-        UserError: an unknown `search` or `frontier`.
+        UserError: an unknown `search` or `frontier`, or a `verify_share`
+            outside (0, 1].
     """
     # function-local: start-up time (learn, lessons and strategies load the gate's scipy and
     # the playbook's numpy, ~1.5 s; `nightschool serve` imports this module while it starts)
@@ -119,6 +124,8 @@ def open_practice(
 
     check_picker(frontier)
     check_search(search)
+    if verify_share is not None and not 0.0 < verify_share <= 1.0:
+        raise UserError(f"--verify-share must be in (0, 1], got {verify_share:g}")
     policy = budget_router = None
     if home is not None:
         from nightschool.learn import solver_hooks  # function-local: start-up time
@@ -172,6 +179,7 @@ def open_practice(
             lessons=lessons,
             verifier=verifier,
             sources=sources,
+            verify_share=verify_share,
         )
         yield Practice(loop, playbook, model)
     finally:

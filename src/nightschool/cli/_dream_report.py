@@ -1,0 +1,161 @@
+"""What `nightschool dream` prints about its lessons and skills: per cycle, and at the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def lesson_line(outcome: Any) -> str | None:
+    """One console line for a lesson extraction's `ExtractionOutcome`; None when nothing to say."""
+    if outcome is None or outcome.status == "skipped":
+        return None
+    if outcome.status in ("written", "reinforced"):
+        trigger = outcome.candidate.trigger if outcome.candidate else ""
+        return (
+            f"    [green]lesson {outcome.status}[/] {outcome.lesson_id} (verified): {trigger[:90]}"
+        )
+    if outcome.status == "waiting":
+        return f"    [dim]lesson candidate waits: {outcome.reason[:140]}[/]"
+    return f"    [dim]no lesson: {outcome.reason[:140]}[/]"
+
+
+def skill_line(outcome: Any) -> str | None:
+    """One console line for a passing cycle's `SkillOutcome`; None when nothing was written."""
+    # function-local: CLI start-up time (lessons.verify loads scipy, ~1.1 s)
+    from nightschool.lessons.verify import evidence
+
+    if outcome is None or outcome.status not in ("written", "reinforced"):
+        return None
+    if outcome.status == "reinforced":
+        return f"    [dim]skill {outcome.skill_id} reinforced (same solution seen before)[/]"
+    if outcome.waits:
+        return (
+            f"    [green]skill written[/] {outcome.skill_id} (unverified, waits: {outcome.reason})"
+        )
+    if outcome.comparison is None:
+        return f"    [green]skill written[/] {outcome.skill_id} (unverified)"
+    c = outcome.comparison
+    verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
+    return (
+        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings "
+        f"{evidence(c)} ({c.get('test')})"
+    )
+
+
+def cycle_lines(cycle: Any) -> list[str]:
+    """The lines under a cycle: its skill, its lesson, then the waiting candidates it verified."""
+    lines = [skill_line(cycle.skill), lesson_line(cycle.lesson)]
+    for outcome in cycle.caught_up:
+        line = skill_line(outcome) if hasattr(outcome, "skill_id") else lesson_line(outcome)
+        if line:
+            lines.append("    waited, now verified:" + line.removeprefix("   "))
+    return [line for line in lines if line]
+
+
+def final_outcomes(results: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(lesson outcomes, skill outcomes) of a run, each candidate's last word.
+
+    A candidate that waited for the verification budget appears twice: when
+    its cycle ran (`waiting`, or a skill that `waits`) and when it was
+    verified (`CycleResult.caught_up` of a later cycle); only the second
+    counts. A skill is identified by its id; a lesson candidate by itself.
+    """
+    lessons: list[Any] = []
+    skills: dict[str, Any] = {}
+    for cycle in results:
+        for outcome in (cycle.skill, cycle.lesson, *cycle.caught_up):
+            if outcome is None:
+                continue
+            if hasattr(outcome, "skill_id"):
+                if outcome.skill_id:
+                    skills[outcome.skill_id] = outcome
+            elif outcome.status == "waiting":
+                lessons.append(outcome)
+            else:
+                lessons = [o for o in lessons if not _same_candidate(o, outcome)]
+                lessons.append(outcome)
+    return lessons, list(skills.values())
+
+
+def _same_candidate(waiting: Any, outcome: Any) -> bool:
+    return bool(waiting.status == "waiting" and waiting.candidate == outcome.candidate)
+
+
+def kept_summary(results: list[Any]) -> list[str]:
+    """What a dream run kept, what it threw away and why, and what that changes for the agent.
+
+    Args:
+        results: the run's `CycleResult`s.
+
+    Returns:
+        Lines for the console: one per kept lesson or skill, one counting what
+        was not kept (by reason), one for candidates still waiting for the
+        verification budget, and one `what it changed` sentence.
+    """
+    from nightschool.lessons.verify import evidence  # function-local: see skill_line
+
+    lines: list[str] = []
+    outcomes, skill_outcomes = final_outcomes(results)
+    lessons = [o for o in outcomes if o.lesson_id]
+    skills = [s for s in skill_outcomes if s.status in ("written", "reinforced")]
+    for outcome in lessons:
+        trigger = outcome.candidate.trigger if outcome.candidate else ""
+        c = outcome.comparison or {}
+        said = f" ({evidence(c)})" if c else ""
+        lines.append(f"kept: lesson {outcome.lesson_id}, verified{said}: {trigger[:80]}")
+    for skill in skills:
+        state = "verified" if skill.verified else "not verified"
+        lines.append(f"kept: skill {skill.skill_id} ({skill.status}, {state})")
+    dropped: dict[str, int] = {}
+    for o in outcomes:
+        if o.status in ("rejected", "unparseable"):
+            why = o.reason.split(":")[0] if o.status == "rejected" else "unparseable"
+            dropped[f"lesson: {why}"] = dropped.get(f"lesson: {why}", 0) + 1
+    for s in skill_outcomes:
+        if s.status == "rejected":
+            dropped["skill: rejected"] = dropped.get("skill: rejected", 0) + 1
+    if dropped:
+        lines.append("not kept: " + ", ".join(f"{n} {why}" for why, n in sorted(dropped.items())))
+    waiting_lessons = sum(o.status == "waiting" for o in outcomes)
+    waiting_skills = sum(bool(s.waits) for s in skills)
+    if waiting_lessons or waiting_skills:
+        parts = []
+        if waiting_skills:
+            parts.append(
+                f"{waiting_skills} skill(s), kept unverified until idle time verifies them"
+            )
+        if waiting_lessons:
+            parts.append(f"{waiting_lessons} lesson candidate(s), not kept")
+        lines.append(
+            "still waiting for verification at the end: " + "; ".join(parts) + " (a larger "
+            "--verify-share verifies more within the dream)"
+        )
+    verified_skills = sum(s.verified for s in skills)
+    if not lessons and not skills:
+        lines.append("what it changed: nothing; the agent answers every request as before.")
+    else:
+        parts = []
+        if lessons:
+            parts.append(f"{len(lessons)} verified lesson(s) are shown on similar requests")
+        if skills:
+            parts.append(
+                f"{len(skills)} skill(s) ({verified_skills} verified) are shown as worked "
+                "examples when the same task comes again (in dream: its own template only)"
+            )
+        lines.append(
+            "what it changed: " + "; ".join(parts) + ". Whether that helps on new tasks is "
+            "measured by `nightschool eval stream`, not by this run."
+        )
+    return lines
+
+
+def budget_line(loop: Any) -> str | None:
+    """Verification's share of the run, against the budget (`--verify-share`); None without one."""
+    budget = loop.budget
+    if budget is None:
+        return None
+    return (
+        f"verification: {budget.spent_s:.0f} s of {budget.elapsed_s:.0f} s "
+        f"({budget.used_share():.0%}; share {budget.share:.0%}), {budget.comparisons} "
+        f"comparison(s), {len(loop.waiting)} candidate(s) still waiting"
+    )

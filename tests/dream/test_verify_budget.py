@@ -1,0 +1,205 @@
+"""The verification budget: comparisons held to a share of dream time, candidates that wait."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from collections.abc import Sequence
+
+import pytest
+from tests.lessons._scripted import asked, learner
+
+from nightschool.challenges import Challenge
+from nightschool.dream import DreamLoop, FrontierTracker
+from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget
+from nightschool.lessons.extraction import LessonExtractor
+from nightschool.lessons.verify import PairedVerifier
+from nightschool.llm import Message, ScriptedModel
+from nightschool.playbook import HashingEmbedder, SkillMemory, default_embedder
+from nightschool.sandbox import Sandbox
+from nightschool.solver import Solver
+from nightschool.store import Store
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+class Clock:
+    """Real seconds plus whatever a test adds (practice time that did not happen)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.perf_counter() + self.offset
+
+
+def test_a_share_outside_zero_to_one_is_refused() -> None:
+    for share in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="share"):
+            VerificationBudget(share)
+
+
+def test_a_comparison_runs_only_when_its_expected_cost_fits_the_share() -> None:
+    now = [100.0]
+    budget = VerificationBudget(0.25, clock=lambda: now[0])
+    budget.start()
+    now[0] = 130.0  # 30 s of practice: 0 + 15 <= 0.25 * (30 + 15) is false
+    assert budget.expected_s == PRIOR_COMPARISON_S and not budget.allows()
+    now[0] = 145.0  # 45 s: 15 <= 15
+    assert budget.allows()
+    with budget.timed():
+        now[0] = 165.0  # a 20 s comparison
+    assert (budget.spent_s, budget.comparisons, budget.expected_s) == (20.0, 1, 20.0)
+    assert budget.used_share() == pytest.approx(20 / 65)
+    assert not budget.allows()  # 20 + 20 > 0.25 * (65 + 20)
+    now[0] = 240.0  # 140 s: 40 <= 0.25 * 160
+    assert budget.allows()
+    budget.start()  # a second start changes nothing
+    assert budget.elapsed_s == 140.0
+
+
+def test_a_comparison_that_raises_is_still_charged() -> None:
+    now = [0.0]
+    budget = VerificationBudget(0.5, clock=lambda: now[0])
+    budget.start()
+    with pytest.raises(RuntimeError), budget.timed():
+        now[0] = 7.0
+        raise RuntimeError("the model server went away")
+    assert (budget.spent_s, budget.comparisons) == (7.0, 1)
+
+
+def test_a_share_of_one_never_makes_a_candidate_wait() -> None:
+    now = [0.0]
+    budget = VerificationBudget(1.0, clock=lambda: now[0])
+    budget.start()
+    assert budget.allows()
+    with budget.timed():
+        now[0] = 50.0
+    assert budget.allows()
+
+
+@needs_bwrap
+def test_a_skill_over_budget_waits_unverified_then_a_later_cycle_verifies_it(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    memory = SkillMemory(store, default_embedder())
+    try:
+        solver = Solver(learner(rendered), Sandbox(), playbook=memory)
+        verifier = PairedVerifier(solver, store=store, k=6)
+        loop = DreamLoop(
+            store,
+            solver,
+            FrontierTracker(store),
+            rng=random.Random(1),
+            verifier=verifier,
+            verify_share=0.25,
+        )
+        clock = Clock()
+        assert loop.budget is not None
+        loop.budget = VerificationBudget(0.25, clock=clock)
+        first = loop.run_cycle(cluster="python_general", tier="starter")
+        assert first.passed and first.skill is not None and first.skill.waits
+        assert first.skill.comparison is None and first.skill.reason.endswith("its share is 25%")
+        waiting = memory.get(str(first.skill.skill_id))
+        assert waiting is not None and not waiting.verified
+        assert "verification" not in waiting.extra  # what idle time's skills phase looks for
+        assert [w.skill_id for w in loop.waiting] == [first.skill.skill_id]
+        assert not list(store.iter_trajectories(task_kind="verification"))  # nothing solved for it
+
+        clock.offset += 600.0  # ten minutes of practice make room
+        second = loop.run_cycle(cluster="python_general", tier="starter")
+        caught = [o for o in second.caught_up if getattr(o, "skill_id", None)]
+        assert [o.skill_id for o in caught] == [first.skill.skill_id]
+        assert caught[0].verified and caught[0].comparison is not None
+        verified = memory.get(str(first.skill.skill_id))
+        assert verified is not None and verified.verified
+        assert verified.extra["verification"]["comparison"]["method"] == ("paired-fresh-renderings")
+        assert not loop.waiting and loop.budget.comparisons >= 1
+    finally:
+        memory.close()
+
+
+LESSON = """TRIGGER: a task asks to aggregate rows from a delimited text file
+ANTI-PATTERN: splitting each line on commas by hand, which breaks on quoted fields
+CORRECT PATTERN: read the file with the csv module and convert numbers explicitly
+DOMAINS: data_analysis, python_general
+CONFIDENCE: 0.8
+"""
+
+
+def lesson_helps(seen: dict[str, Challenge]) -> ScriptedModel:
+    """Writes `LESSON` when asked; solves a challenge only when a lesson is shown."""
+
+    def reply(messages: Sequence[Message]) -> str:
+        if "TRIGGER:" in messages[-1]["content"]:
+            return LESSON
+        challenge = asked(seen, messages)
+        assert challenge is not None
+        good = "### SKILL PLAYBOOK" in messages[0]["content"]
+        code = challenge.reference_solution if good else challenge.wrong_solution
+        return f"```python\n{code}\n```"
+
+    return ScriptedModel(reply)
+
+
+@needs_bwrap
+def test_a_waiting_lesson_is_not_written_until_its_comparison_runs(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    memory = SkillMemory(store, embedder=HashingEmbedder())
+    try:
+        model = lesson_helps(rendered)
+        solver = Solver(model, Sandbox(), playbook=memory)
+        verifier = PairedVerifier(solver, store=store, k=6)
+        loop = DreamLoop(
+            store,
+            solver,
+            FrontierTracker(store),
+            rng=random.Random(4),
+            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
+            verifier=verifier,
+            skills=False,
+        )
+        clock = Clock()
+        loop.budget = VerificationBudget(0.25, clock=clock)
+        first = loop.run_cycle(cluster="data_analysis", tier="basic")
+        assert not first.passed and first.lesson is not None
+        assert first.lesson.status == "waiting" and first.lesson.candidate is not None
+        assert memory.count(kind="lesson") == 0  # a waiting candidate is never shown
+        assert not list(store.iter_trajectories(task_kind="verification"))
+
+        clock.offset += 600.0
+        second = loop.run_cycle(cluster="data_analysis", tier="basic")
+        # the second cycle saw no lesson either, failed, and its own candidate fitted
+        assert second.lesson is not None and second.lesson.status == "written"
+        [caught] = second.caught_up
+        assert caught.status == "reinforced" and caught.comparison["promote"] is True
+        assert memory.count(kind="lesson") == 1 and not loop.waiting
+    finally:
+        memory.close()
+
+
+@needs_bwrap
+def test_without_a_budget_every_candidate_is_verified_at_once(
+    store: Store, rendered: dict[str, Challenge]
+) -> None:
+    memory = SkillMemory(store, embedder=HashingEmbedder())
+    try:
+        model = lesson_helps(rendered)
+        solver = Solver(model, Sandbox(), playbook=memory)
+        verifier = PairedVerifier(solver, store=store, k=6)
+        loop = DreamLoop(
+            store,
+            solver,
+            FrontierTracker(store),
+            rng=random.Random(4),
+            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
+            verifier=verifier,
+            skills=False,
+        )
+        cycle = loop.run_cycle(cluster="data_analysis", tier="basic")
+        assert loop.budget is None and not loop.waiting and not cycle.caught_up
+        assert cycle.lesson is not None and cycle.lesson.status == "written"
+    finally:
+        memory.close()
