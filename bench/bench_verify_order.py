@@ -6,7 +6,9 @@ a self-play trajectory starts the next verification) and replays each
 verification's pairs through the real `promotion_gate` with the verifier's
 curtailment rule in two orders:
 
-- `control first` (today's `Verifier.compare`): solve the control; stop if a
+- `control first` (the order these stores were made with; today's
+  `PairedVerifier` still offers it as `order="control-first"`, and its default
+  `adaptive` order came from this replay): solve the control; stop if a
   control pass leaves promotion out of reach; solve the candidate.
 - `candidate first`: solve the candidate; a candidate failure is never a win,
   so stop if promotion is out of reach even counting it a tie; else solve the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nightschool.cli._dream_report import kept_summary
+from nightschool.cli._dream_report import cycle_lines, kept_summary
 from nightschool.dream.frontier import SeedPick
 from nightschool.dream.loop import CycleResult, SkillOutcome
 from nightschool.lessons.extraction import CandidateLesson, ExtractionOutcome
@@ -73,3 +73,19 @@ def test_a_run_without_waiting_says_nothing_about_waiting() -> None:
     skill = SkillOutcome("written", "S-1", verified=True, comparison={"k": 6})
     lines = kept_summary([cycle(passed=True, attempts=1, skill=skill)])
     assert not any("waiting" in line for line in lines)
+
+
+def test_a_cycle_names_the_waiting_candidates_it_compared() -> None:
+    candidate = CandidateLesson("when merging intervals", "", "sort by start first", ["algo"], 0.6)
+    refused = ExtractionOutcome(
+        "rejected", "verification: the gate did not promote the lesson", None, candidate
+    )
+    skill = SkillOutcome(
+        "written", "S-1", verified=True, comparison={"passes_with": 5, "k": 6, "test": "mcnemar"}
+    )
+    waits = ExtractionOutcome("waiting", "verification has taken 30% ...", None, candidate)
+    lines = cycle_lines(cycle(lesson=waits, caught_up=(skill, refused)))
+    assert lines[0] == "    [dim]lesson candidate waits: verification has taken 30% ...[/]"
+    assert lines[1].startswith("    skill S-1, after waiting, [green]verified[/]")
+    assert lines[2].startswith("    [dim]lesson candidate, after waiting, not kept: verif")
+    assert cycle_lines(cycle()) == []  # nothing learned, nothing waited: no line

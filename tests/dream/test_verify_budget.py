@@ -10,10 +10,11 @@ from collections.abc import Sequence
 import pytest
 from tests.lessons._scripted import asked, learner
 
-from nightschool.challenges import Challenge
+from nightschool.challenges import Challenge, render
 from nightschool.dream import DreamLoop, FrontierTracker
-from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget
-from nightschool.lessons.extraction import LessonExtractor
+from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget, Waiting
+from nightschool.dream.loop import SkillOutcome
+from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
 from nightschool.lessons.verify import PairedVerifier
 from nightschool.llm import Message, ScriptedModel
 from nightschool.playbook import HashingEmbedder, SkillMemory, default_embedder
@@ -171,10 +172,11 @@ def test_a_waiting_lesson_is_not_written_until_its_comparison_runs(
 
         clock.offset += 600.0
         second = loop.run_cycle(cluster="data_analysis", tier="basic")
-        # the second cycle saw no lesson either, failed, and its own candidate fitted
-        assert second.lesson is not None and second.lesson.status == "written"
-        [caught] = second.caught_up
-        assert caught.status == "reinforced" and caught.comparison["promote"] is True
+        # the second cycle saw no lesson either and failed; its own candidate queues behind
+        # the older one, and both fit after it: oldest first
+        assert second.lesson is not None and second.lesson.status == "waiting"
+        assert [o.status for o in second.caught_up] == ["written", "reinforced"]
+        assert all(o.comparison["promote"] is True for o in second.caught_up)
         assert memory.count(kind="lesson") == 1 and not loop.waiting
     finally:
         memory.close()
@@ -203,3 +205,47 @@ def test_without_a_budget_every_candidate_is_verified_at_once(
         assert cycle.lesson is not None and cycle.lesson.status == "written"
     finally:
         memory.close()
+
+
+def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> None:
+    """Unit test of the queue's order, with the comparisons replaced by recorders."""
+    solver = Solver(ScriptedModel(lambda _m: ""), Sandbox())
+    loop = DreamLoop(store, solver, FrontierTracker(store), verify_share=0.25)
+    now = [0.0]
+    loop.budget = VerificationBudget(0.25, clock=lambda: now[0])
+    loop.budget.start()
+    compared: list[str] = []
+
+    def verify_skill(skill_id: str, _prompt: str, _notify: object) -> SkillOutcome:
+        compared.append(skill_id)
+        now[0] += 10.0  # each comparison takes 10 s
+        return SkillOutcome("written", skill_id, comparison={"k": 6})
+
+    class Extractor:
+        def settle(self, challenge: Challenge, _result: object, _candidate: object) -> str:
+            compared.append(challenge.template)
+            now[0] += 10.0
+            return "settled"
+
+    loop._verify_skill = verify_skill  # type: ignore[method-assign]
+    loop.extractor = Extractor()  # type: ignore[assignment]
+    a, b = render("algo.top_k", "starter", 1), render("sql.customer_totals", "starter", 2)
+    candidate = CandidateLesson("when x", "", "do y", ["algo"], 0.5)
+    result = solver.solve(a)  # a scripted failure, only carried along
+    loop.waiting = [
+        Waiting("lesson", a, "T1", candidate=candidate, result=result),
+        Waiting("skill", b, "T2", skill_id="S-2"),
+        Waiting("skill", a, "T3", skill_id="S-3"),
+    ]
+    assert not loop.budget.allows()
+    assert loop._must_wait("skill") and loop._must_wait("lesson")
+    now[0] = 1000.0
+    assert loop.budget.allows()
+    assert loop._must_wait("lesson")  # the budget has room, but skills go first
+    assert loop._must_wait("skill")  # and older skills before a new one
+    done: list[object] = []
+    loop._catch_up(done, lambda _m: None)
+    assert compared == ["S-2", "S-3", "algo.top_k"] and not loop.waiting
+    assert not loop._must_wait("skill")  # nothing ahead and room left
+    now[0] = 1030.0  # 30 s spent of 1030: a 10 s comparison fits 25%
+    assert loop.budget.allows()

@@ -42,13 +42,32 @@ def skill_line(outcome: Any) -> str | None:
     )
 
 
+def caught_up_line(outcome: Any) -> str | None:
+    """One console line for a comparison that waited for the budget and has now run."""
+    from nightschool.lessons.verify import evidence  # function-local: see skill_line
+
+    if hasattr(outcome, "skill_id"):
+        if outcome.comparison is None:
+            return f"    [dim]waiting skill {outcome.skill_id}: {outcome.reason}[/]"
+        c = outcome.comparison
+        verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
+        return (
+            f"    skill {outcome.skill_id}, after waiting, {verdict}: fresh renderings "
+            f"{evidence(c)} ({c.get('test')})"
+        )
+    if outcome.status in ("written", "reinforced"):
+        trigger = outcome.candidate.trigger if outcome.candidate else ""
+        return (
+            f"    [green]lesson {outcome.status}[/] {outcome.lesson_id} (verified, after "
+            f"waiting): {trigger[:70]}"
+        )
+    return f"    [dim]lesson candidate, after waiting, not kept: {outcome.reason[:120]}[/]"
+
+
 def cycle_lines(cycle: Any) -> list[str]:
-    """The lines under a cycle: its skill, its lesson, then the waiting candidates it verified."""
+    """The lines under a cycle: its skill, its lesson, then the waiting candidates it compared."""
     lines = [skill_line(cycle.skill), lesson_line(cycle.lesson)]
-    for outcome in cycle.caught_up:
-        line = skill_line(outcome) if hasattr(outcome, "skill_id") else lesson_line(outcome)
-        if line:
-            lines.append("    waited, now verified:" + line.removeprefix("   "))
+    lines += [caught_up_line(outcome) for outcome in cycle.caught_up]
     return [line for line in lines if line]
 
 

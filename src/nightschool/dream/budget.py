@@ -10,8 +10,9 @@ over 24 cycles and 40% over 8 (`bench/bench_throughput.py --parts dream
 `VerificationBudget(share)` holds verification to `share` of the run's
 wall-clock time: before a comparison starts, the budget asks whether its
 expected cost still fits; when it does not, the candidate waits
-(`Waiting`) and the dream loop verifies the oldest waiting candidates after
-later cycles, once the practice time has made room. A skill that still waits
+(`Waiting`) and the dream loop verifies waiting candidates after later
+cycles, once the practice time has made room: skills first, then lessons,
+each oldest first (`WAIT_ORDER`). A skill that still waits
 when the run ends is stored unverified, as every skill is before its
 comparison, and the idle watchdog's skills phase verifies it later; a lesson
 candidate that still waits is not written (an unverified self-play lesson
@@ -35,12 +36,23 @@ if TYPE_CHECKING:
     from nightschool.lessons.extraction import CandidateLesson
     from nightschool.solver.core import SolveResult
 
-__all__ = ["PRIOR_COMPARISON_S", "VerificationBudget", "Waiting"]
+__all__ = ["PRIOR_COMPARISON_S", "WAIT_ORDER", "VerificationBudget", "Waiting"]
 
 PRIOR_COMPARISON_S = 15.0
 """Expected seconds of one comparison before any was timed in this run: measured
 340 s over 23 comparisons (14.8 s) on the curriculum, Qwen2.5-Coder-1.5B, 2 cores
 (`bench/results/throughput/dream-curriculum24-prior-qwen2.5-coder-1.5b.json`)."""
+
+
+WAIT_ORDER = ("skill", "lesson")
+"""Which waiting candidates are verified first: skills, then lessons (each oldest first).
+Measured promotion rates: skills 1 of 10 comparisons, lessons 0 of about 28
+(`bench/results/curve-varied-1.5b`: 1 of 5 skills, 0 of about 10 lessons; the
+24-cycle curriculum run of `bench/results/throughput/`, measured twice on the same
+cycles and counted once: 0 of 5 skills, 0 of 18 lessons). Thin evidence (Fisher's
+exact p = 0.26), with a reason behind it: a skill is a passing solution of the very
+template its renderings come from, a lesson is advice. A skill left waiting is only
+postponed to idle time; a lesson is lost."""
 
 
 class VerificationBudget:

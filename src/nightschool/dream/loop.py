@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
-from nightschool.dream.budget import VerificationBudget, Waiting
+from nightschool.dream.budget import WAIT_ORDER, VerificationBudget, Waiting
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.llm.preempt import Preempted
@@ -426,7 +426,7 @@ class DreamLoop:
             or not verify
         ):
             return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
-        if self.budget is not None and not self.budget.allows():
+        if self._must_wait("skill"):
             self.waiting.append(
                 Waiting("skill", challenge, trajectory_id, skill_id=learned.lesson_id)
             )
@@ -474,7 +474,7 @@ class DreamLoop:
         proposed = extractor.propose(challenge, result)
         if proposed.status != "proposed" or proposed.candidate is None:
             return proposed
-        if not self.budget.allows():
+        if self._must_wait("lesson"):
             waiting = Waiting(
                 "lesson", challenge, trajectory_id, candidate=proposed.candidate, result=result
             )
@@ -486,20 +486,29 @@ class DreamLoop:
     def _catch_up(
         self, done: list[SkillOutcome | ExtractionOutcome], notify: Callable[[str], None]
     ) -> None:
-        """Verify waiting candidates, oldest first, while the budget allows; append to `done`.
+        """Verify waiting candidates while the budget allows; append to `done`.
 
-        A candidate leaves the queue only when its comparison finished, so a
+        Skills go first, then lessons, each oldest first (`WAIT_ORDER`). A
+        candidate leaves the queue only when its comparison finished, so a
         user turn (`Preempted`) or a fault leaves it waiting.
         """
         while self.waiting and self.budget is not None and self.budget.allows():
-            item = self.waiting[0]
+            item = min(self.waiting, key=lambda w: WAIT_ORDER.index(w.kind))
             notify(f"verifying a waiting {item.kind} from {item.challenge.template}")
             if item.kind == "skill" and item.skill_id is not None:
                 done.append(self._verify_skill(item.skill_id, item.challenge.prompt, notify))
             elif self.extractor is not None and item.candidate and item.result is not None:
                 with self._timed():
                     done.append(self.extractor.settle(item.challenge, item.result, item.candidate))
-            self.waiting.pop(0)
+            self.waiting.remove(item)
+
+    def _must_wait(self, kind: str) -> bool:
+        """Whether a new candidate of `kind` waits: the budget says no, or one goes before it."""
+        if self.budget is None:
+            return False
+        rank = WAIT_ORDER.index(kind)
+        ahead = any(WAIT_ORDER.index(w.kind) <= rank for w in self.waiting)
+        return ahead or not self.budget.allows()
 
     def _timed(self) -> AbstractContextManager[None]:
         """The budget's clock around a comparison (nothing without a budget)."""
@@ -507,7 +516,9 @@ class DreamLoop:
 
     def _wait_reason(self) -> str:
         budget = self.budget
-        assert budget is not None  # only asked once the budget said no
+        assert budget is not None  # only asked once `_must_wait` said so
+        if budget.allows():
+            return "older waiting candidates are verified first (skills before lessons)"
         return (
             f"verification has taken {budget.used_share():.0%} of this dream's time so far, "
             f"its share is {budget.share:.0%}"
