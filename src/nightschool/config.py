@@ -112,6 +112,14 @@ class Settings(BaseSettings):
         "does not rank as related (`nightschool.lessons.skills.exemplars`).",
     )
 
+    verify_share: float | None = Field(
+        default=None,
+        description="The largest share of a dream's wall-clock time its verification may take "
+        "(NIGHTSCHOOL_VERIFY_SHARE, in (0, 1]; `dream --verify-share`): a candidate whose "
+        "comparison does not fit waits for a later cycle, skills before lessons "
+        "(`nightschool.dream.budget`). Unset: every candidate is verified at once.",
+    )
+
     self_play_verify_k: int = Field(
         default=6,
         description="Fresh renderings per arm when `serve`'s background self-play loop "
@@ -128,6 +136,17 @@ class Settings(BaseSettings):
             raise UserError(
                 f"NIGHTSCHOOL_SELF_PLAY_VERIFY_K must be at least 0, got {value}",
                 hint="0 leaves verification to dream; 6 is the default",
+            )
+        return value
+
+    @field_validator("verify_share")
+    @classmethod
+    def _share_in_range(cls, value: float | None) -> float | None:
+        """Refuse a share outside (0, 1] with a `UserError` naming the variable (exit 2)."""
+        if value is not None and not 0.0 < value <= 1.0:
+            raise UserError(
+                f"NIGHTSCHOOL_VERIFY_SHARE must be above 0 and at most 1, got {value:g}",
+                hint="0.25 holds verification to a quarter of the dream; unset verifies at once",
             )
         return value
 

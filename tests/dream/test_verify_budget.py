@@ -249,3 +249,28 @@ def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> Non
     assert not loop._must_wait("skill")  # nothing ahead and room left
     now[0] = 1030.0  # 30 s spent of 1030: a 10 s comparison fits 25%
     assert loop.budget.allows()
+
+
+def test_the_share_comes_from_the_flag_or_the_environment_and_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from nightschool.cli import app
+    from nightschool.config import Settings
+    from nightschool.errors import UserError
+
+    monkeypatch.delenv("NIGHTSCHOOL_VERIFY_SHARE", raising=False)
+    assert Settings().verify_share is None  # off by default: every candidate at once
+    monkeypatch.setenv("NIGHTSCHOOL_VERIFY_SHARE", "0.3")
+    assert Settings().verify_share == 0.3
+    assert Settings(verify_share=0.5).verify_share == 0.5  # the flag wins
+    monkeypatch.setenv("NIGHTSCHOOL_VERIFY_SHARE", "1.5")
+    with pytest.raises(UserError, match="NIGHTSCHOOL_VERIFY_SHARE"):
+        Settings()
+    dream = typer.main.get_command(app).commands["dream"]  # type: ignore[attr-defined]
+    [option] = [p for p in dream.params if p.name == "verify_share"]
+    assert option.opts == ["--verify-share"] and "NIGHTSCHOOL_VERIFY_SHARE" in option.help
+    env = CliRunner().invoke(app, ["dream"])  # refused before any model or database is opened
+    assert env.exit_code == 2 and "NIGHTSCHOOL_VERIFY_SHARE must be above 0" in env.output

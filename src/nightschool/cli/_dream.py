@@ -174,8 +174,8 @@ def dream(
             help="Hold verification (the controlled comparisons) to this share of the dream's "
             "time, e.g. 0.25: a candidate that does not fit waits and is verified after a later "
             "cycle; a skill still waiting at the end stays unverified until idle time verifies "
-            "it, a lesson candidate still waiting is not kept [default: verify every candidate "
-            "at once].",
+            "it, a lesson candidate still waiting is not kept [default: "
+            "NIGHTSCHOOL_VERIFY_SHARE, else every candidate verified at once].",
         ),
     ] = None,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
@@ -212,7 +212,9 @@ def dream(
         check_search(search)  # before any model or database is opened
         check_picker(frontier)
         settings = model_choice.settings(
-            playbook_max_entries=playbook_max_entries, exemplars=exemplars
+            playbook_max_entries=playbook_max_entries,
+            exemplars=exemplars,
+            verify_share=verify_share,
         )
         sandbox, chat_model = preflight(settings, unsandboxed=unsandboxed, runs="generated code")
         store = open_store(settings)
@@ -250,7 +252,7 @@ def dream(
                             router=router,
                             frontier=frontier,
                             playbook=playbook,
-                            verify_share=verify_share,
+                            verify_share=settings.verify_share,
                         )
                     )
                 _dream_run(
