@@ -101,8 +101,9 @@ class CycleResult:
             stored (`keeping the skill` or `lesson extraction`), else None. The
             verdict stands; idle time verifies the skill and reflects on the
             failure later.
-        caught_up: comparisons of earlier cycles' candidates that waited for
-            the verification budget and ran after this cycle (oldest first).
+        caught_up: comparisons of candidates that waited for the verification
+            budget (this cycle's own too) and ran after this cycle, in the
+            order they ran.
     """
 
     cluster: str
@@ -179,7 +180,8 @@ class DreamLoop:
         verify_share: hold verification to this share of the run's wall-clock
             time (`nightschool.dream.budget`): a candidate whose comparison
             does not fit waits, and waiting ones are verified after later
-            cycles, oldest first; None verifies every candidate at once.
+            cycles, skills before lessons, each oldest first; None verifies
+            every candidate at once.
 
     Raises:
         ValueError: `verify_share` outside (0, 1].
@@ -203,7 +205,7 @@ class DreamLoop:
     ) -> None:
         self.budget = None if verify_share is None else VerificationBudget(verify_share)
         self.waiting: list[Waiting] = []
-        """Candidates whose comparison waits for the budget, oldest first."""
+        """Candidates whose comparison waits for the budget, in the order they came."""
         self.sources = sources
         self.extractor = extractor
         self.skills = skills
@@ -362,7 +364,7 @@ class DreamLoop:
                 step = "lesson extraction"
                 notify("extracting a lesson")
                 lesson = self._lesson(challenge, result, stored.id, notify)
-            if self.waiting:
+            if self.waiting and result.infrastructure_error is None:
                 step = "verifying waiting candidates"
                 self._catch_up(caught_up, notify)
             step = None
