@@ -274,3 +274,21 @@ def test_the_share_comes_from_the_flag_or_the_environment_and_is_checked(
     assert option.opts == ["--verify-share"] and "NIGHTSCHOOL_VERIFY_SHARE" in option.help
     env = CliRunner().invoke(app, ["dream"])  # refused before any model or database is opened
     assert env.exit_code == 2 and "NIGHTSCHOOL_VERIFY_SHARE must be above 0" in env.output
+
+
+def test_a_cycle_that_hits_a_fault_leaves_the_waiting_candidates_waiting(store: Store) -> None:
+    from nightschool.errors import ModelUnavailableError
+
+    model = ScriptedModel([ModelUnavailableError("connection refused")])
+    loop = DreamLoop(store, Solver(model, Sandbox()), FrontierTracker(store), verify_share=0.25)
+    now = [0.0]
+    loop.budget = VerificationBudget(0.25, clock=lambda: now[0])
+    loop.budget.start()
+    now[0] = 1000.0  # plenty of room
+    compared: list[str] = []
+    loop._verify_skill = lambda skill_id, *_: compared.append(skill_id)  # type: ignore[method-assign]
+    item = Waiting("skill", render("algo.top_k", "starter", 1), "T1", skill_id="S-1")
+    loop.waiting = [item]
+    with pytest.raises(ModelUnavailableError):
+        loop.run_cycle(cluster="algo", tier="starter")
+    assert loop.waiting == [item] and compared == []  # no comparison against a failing server
