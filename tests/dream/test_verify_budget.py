@@ -101,7 +101,8 @@ def test_a_skill_over_budget_waits_unverified_then_a_later_cycle_verifies_it(
         loop.budget = VerificationBudget(0.25, clock=clock)
         first = loop.run_cycle(cluster="python_general", tier="starter")
         assert first.passed and first.skill is not None and first.skill.waits
-        assert first.skill.comparison is None and first.skill.reason.endswith("its share is 25%")
+        assert first.skill.comparison is None
+        assert first.skill.reason.startswith("a comparison (about 15 s) would take verification")
         waiting = memory.get(str(first.skill.skill_id))
         assert waiting is not None and not waiting.verified
         assert "verification" not in waiting.extra  # what idle time's skills phase looks for

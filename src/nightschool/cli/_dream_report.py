@@ -38,8 +38,14 @@ def skill_line(outcome: Any) -> str | None:
     verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
     return (
         f"    skill written {outcome.skill_id}, {verdict}: fresh renderings "
-        f"{evidence(c)} ({c.get('test')})"
+        f"{evidence(c)}{_test(c)}"
     )
+
+
+def _test(comparison: dict[str, Any]) -> str:
+    """` (the gate's test)`, or nothing when no pair was complete (no test ran)."""
+    test = comparison.get("test")
+    return f" ({test})" if test else ""
 
 
 def caught_up_line(outcome: Any) -> str | None:
@@ -53,7 +59,7 @@ def caught_up_line(outcome: Any) -> str | None:
         verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
         return (
             f"    skill {outcome.skill_id}, after waiting, {verdict}: fresh renderings "
-            f"{evidence(c)} ({c.get('test')})"
+            f"{evidence(c)}{_test(c)}"
         )
     if outcome.status in ("written", "reinforced"):
         trigger = outcome.candidate.trigger if outcome.candidate else ""
@@ -61,7 +67,7 @@ def caught_up_line(outcome: Any) -> str | None:
             f"    [green]lesson {outcome.status}[/] {outcome.lesson_id} (verified, after "
             f"waiting): {trigger[:70]}"
         )
-    return f"    [dim]lesson candidate, after waiting, not kept: {outcome.reason[:120]}[/]"
+    return f"    [dim]lesson candidate, after waiting, not kept: {outcome.reason[:220]}[/]"
 
 
 def cycle_lines(cycle: Any) -> list[str]:

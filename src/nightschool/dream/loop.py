@@ -522,8 +522,9 @@ class DreamLoop:
         if budget.allows():
             return "older waiting candidates are verified first (skills before lessons)"
         return (
-            f"verification has taken {budget.used_share():.0%} of this dream's time so far, "
-            f"its share is {budget.share:.0%}"
+            f"a comparison (about {budget.expected_s:.0f} s) would take verification past "
+            f"{budget.share:.0%} of this dream's time ({budget.spent_s:.0f} s of "
+            f"{budget.elapsed_s:.0f} s so far)"
         )
 
     def run(
