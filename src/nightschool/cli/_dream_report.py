@@ -37,8 +37,7 @@ def skill_line(outcome: Any) -> str | None:
     c = outcome.comparison
     verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
     return (
-        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings "
-        f"{evidence(c)}{_test(c)}"
+        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings {evidence(c)}{_test(c)}"
     )
 
 
