@@ -146,7 +146,8 @@ def kept_summary(results: list[Any]) -> list[str]:
         parts = []
         if waiting_skills:
             parts.append(
-                f"{waiting_skills} skill(s), kept unverified until idle time verifies them"
+                f"{waiting_skills} skill(s), kept unverified until the idle watchdog's skills "
+                "phase verifies them (`nightschool watch` or `serve`)"
             )
         if waiting_lessons:
             parts.append(f"{waiting_lessons} lesson candidate(s), not kept")
