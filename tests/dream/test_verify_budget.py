@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator
 
 import pytest
-from tests.lessons._scripted import asked, learner
+from tests.lessons._scripted import learner, lesson_writer
 
 from nightschool.challenges import Challenge, render
 from nightschool.dream import DreamLoop, FrontierTracker
@@ -16,7 +16,7 @@ from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget, Wai
 from nightschool.dream.loop import SkillOutcome
 from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
 from nightschool.lessons.verify import PairedVerifier
-from nightschool.llm import Message, ScriptedModel
+from nightschool.llm import ScriptedModel
 from nightschool.playbook import HashingEmbedder, SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver
@@ -130,82 +130,57 @@ CONFIDENCE: 0.8
 """
 
 
-def lesson_helps(seen: dict[str, Challenge]) -> ScriptedModel:
-    """Writes `LESSON` when asked; solves a challenge only when a lesson is shown."""
-
-    def reply(messages: Sequence[Message]) -> str:
-        if "TRIGGER:" in messages[-1]["content"]:
-            return LESSON
-        challenge = asked(seen, messages)
-        assert challenge is not None
-        good = "### SKILL PLAYBOOK" in messages[0]["content"]
-        code = challenge.reference_solution if good else challenge.wrong_solution
-        return f"```python\n{code}\n```"
-
-    return ScriptedModel(reply)
+@pytest.fixture
+def lesson_loop(store: Store, rendered: dict[str, Challenge]) -> Iterator[DreamLoop]:
+    """A dream loop whose scripted model fails until a lesson is shown, then passes."""
+    memory = SkillMemory(store, embedder=HashingEmbedder())
+    try:
+        model = lesson_writer(rendered, LESSON, helps=True)
+        solver = Solver(model, Sandbox(), playbook=memory)
+        verifier = PairedVerifier(solver, store=store, k=6)
+        yield DreamLoop(
+            store,
+            solver,
+            FrontierTracker(store),
+            rng=random.Random(4),
+            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
+            verifier=verifier,
+            skills=False,
+        )
+    finally:
+        memory.close()
 
 
 @needs_bwrap
 def test_a_waiting_lesson_is_not_written_until_its_comparison_runs(
-    store: Store, rendered: dict[str, Challenge]
+    store: Store, lesson_loop: DreamLoop
 ) -> None:
-    memory = SkillMemory(store, embedder=HashingEmbedder())
-    try:
-        model = lesson_helps(rendered)
-        solver = Solver(model, Sandbox(), playbook=memory)
-        verifier = PairedVerifier(solver, store=store, k=6)
-        loop = DreamLoop(
-            store,
-            solver,
-            FrontierTracker(store),
-            rng=random.Random(4),
-            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
-            verifier=verifier,
-            skills=False,
-        )
-        clock = Clock()
-        loop.budget = VerificationBudget(0.25, clock=clock)
-        first = loop.run_cycle(cluster="data_analysis", tier="basic")
-        assert not first.passed and first.lesson is not None
-        assert first.lesson.status == "waiting" and first.lesson.candidate is not None
-        assert memory.count(kind="lesson") == 0  # a waiting candidate is never shown
-        assert not list(store.iter_trajectories(task_kind="verification"))
+    loop, memory = lesson_loop, lesson_loop.solver.playbook
+    assert memory is not None
+    clock = Clock()
+    loop.budget = VerificationBudget(0.25, clock=clock)
+    first = loop.run_cycle(cluster="data_analysis", tier="basic")
+    assert not first.passed and first.lesson is not None
+    assert first.lesson.status == "waiting" and first.lesson.candidate is not None
+    assert memory.count(kind="lesson") == 0  # a waiting candidate is never shown
+    assert not list(store.iter_trajectories(task_kind="verification"))
 
-        clock.offset += 600.0
-        second = loop.run_cycle(cluster="data_analysis", tier="basic")
-        # the second cycle saw no lesson either and failed; its own candidate queues behind
-        # the older one, and both fit after it: oldest first
-        assert second.lesson is not None and second.lesson.status == "waiting"
-        assert [o.status for o in second.caught_up] == ["written", "reinforced"]
-        assert all(o.comparison["promote"] is True for o in second.caught_up)
-        assert memory.count(kind="lesson") == 1 and not loop.waiting
-    finally:
-        memory.close()
+    clock.offset += 600.0
+    second = loop.run_cycle(cluster="data_analysis", tier="basic")
+    # the second cycle saw no lesson either and failed; its own candidate queues behind
+    # the older one, and both fit after it: oldest first
+    assert second.lesson is not None and second.lesson.status == "waiting"
+    assert [o.status for o in second.caught_up] == ["written", "reinforced"]
+    assert all(o.comparison["promote"] is True for o in second.caught_up)
+    assert memory.count(kind="lesson") == 1 and not loop.waiting
 
 
 @needs_bwrap
-def test_without_a_budget_every_candidate_is_verified_at_once(
-    store: Store, rendered: dict[str, Challenge]
-) -> None:
-    memory = SkillMemory(store, embedder=HashingEmbedder())
-    try:
-        model = lesson_helps(rendered)
-        solver = Solver(model, Sandbox(), playbook=memory)
-        verifier = PairedVerifier(solver, store=store, k=6)
-        loop = DreamLoop(
-            store,
-            solver,
-            FrontierTracker(store),
-            rng=random.Random(4),
-            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
-            verifier=verifier,
-            skills=False,
-        )
-        cycle = loop.run_cycle(cluster="data_analysis", tier="basic")
-        assert loop.budget is None and not loop.waiting and not cycle.caught_up
-        assert cycle.lesson is not None and cycle.lesson.status == "written"
-    finally:
-        memory.close()
+def test_without_a_budget_every_candidate_is_verified_at_once(lesson_loop: DreamLoop) -> None:
+    loop = lesson_loop
+    cycle = loop.run_cycle(cluster="data_analysis", tier="basic")
+    assert loop.budget is None and not loop.waiting and not cycle.caught_up
+    assert cycle.lesson is not None and cycle.lesson.status == "written"
 
 
 def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> None:

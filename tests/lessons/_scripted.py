@@ -35,3 +35,18 @@ def learner(seen: dict[str, Challenge], *, solves_dream: bool = True) -> Scripte
         return f"```{lang}\n{code}\n```"
 
     return ScriptedModel(reply)
+
+
+def lesson_writer(seen: dict[str, Challenge], lesson: str, *, helps: bool) -> ScriptedModel:
+    """Writes `lesson` when asked for one; solves a challenge iff `helps` and a lesson is shown."""
+
+    def reply(messages: Sequence[Message]) -> str:
+        if "TRIGGER:" in messages[-1]["content"]:
+            return lesson
+        challenge = asked(seen, messages)
+        assert challenge is not None
+        good = helps and "### SKILL PLAYBOOK" in messages[0]["content"]
+        code = challenge.reference_solution if good else challenge.wrong_solution
+        return f"```python\n{code}\n```"
+
+    return ScriptedModel(reply)

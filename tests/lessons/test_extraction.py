@@ -3,10 +3,9 @@ from __future__ import annotations
 import importlib.util
 import random
 import shutil
-from collections.abc import Sequence
 
 import pytest
-from tests.lessons._scripted import asked
+from tests.lessons._scripted import lesson_writer as scripted
 
 from nightschool.challenges import Challenge, render, templates
 from nightschool.dream import DreamLoop, FrontierTracker
@@ -18,7 +17,7 @@ from nightschool.lessons.guard import (
     task_summary,
 )
 from nightschool.lessons.verify import VERIFY_SEED_BASE
-from nightschool.llm import Message, ScriptedModel
+from nightschool.llm import ScriptedModel
 from nightschool.playbook import HashingEmbedder, SkillMemory, default_embedder
 from nightschool.sandbox import Sandbox
 from nightschool.solver import Solver
@@ -73,21 +72,6 @@ def test_guess_domains_and_summary() -> None:
     assert guess_domains("Count ERROR lines with a regex") == ["regex_parse"]
     assert guess_domains("say hello") == ["python_general"]
     assert task_summary("Merge two JSON files.\nInput: base.json") == "Merge two JSON files."
-
-
-def scripted(seen: dict[str, Challenge], lesson: str, *, helps: bool) -> ScriptedModel:
-    """Writes `lesson` when asked for one; solves a challenge iff `helps` and a lesson is shown."""
-
-    def reply(messages: Sequence[Message]) -> str:
-        if "TRIGGER:" in messages[-1]["content"]:
-            return lesson
-        challenge = asked(seen, messages)
-        assert challenge is not None
-        good = helps and "### SKILL PLAYBOOK" in messages[0]["content"]
-        code = challenge.reference_solution if good else challenge.wrong_solution
-        return f"```python\n{code}\n```"
-
-    return ScriptedModel(reply)
 
 
 @needs_bwrap

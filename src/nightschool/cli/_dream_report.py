@@ -21,9 +21,6 @@ def lesson_line(outcome: Any) -> str | None:
 
 def skill_line(outcome: Any) -> str | None:
     """One console line for a passing cycle's `SkillOutcome`; None when nothing was written."""
-    # function-local: CLI start-up time (lessons.verify loads scipy, ~1.1 s)
-    from nightschool.lessons.verify import evidence
-
     if outcome is None or outcome.status not in ("written", "reinforced"):
         return None
     if outcome.status == "reinforced":
@@ -34,32 +31,26 @@ def skill_line(outcome: Any) -> str | None:
         )
     if outcome.comparison is None:
         return f"    [green]skill written[/] {outcome.skill_id} (unverified)"
+    return f"    skill written {outcome.skill_id}, {_verdict(outcome)}"
+
+
+def _verdict(outcome: Any) -> str:
+    """A compared skill's verdict and evidence: `verified: fresh renderings 5/6 ... (test)`."""
+    # function-local: CLI start-up time (lessons.verify loads scipy, ~1.1 s)
+    from nightschool.lessons.verify import evidence
+
     c = outcome.comparison
     verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
-    return (
-        f"    skill written {outcome.skill_id}, {verdict}: fresh renderings {evidence(c)}{_test(c)}"
-    )
-
-
-def _test(comparison: dict[str, Any]) -> str:
-    """` (the gate's test)`, or nothing when no pair was complete (no test ran)."""
-    test = comparison.get("test")
-    return f" ({test})" if test else ""
+    test = f" ({c['test']})" if c.get("test") else ""  # no test when no pair was complete
+    return f"{verdict}: fresh renderings {evidence(c)}{test}"
 
 
 def caught_up_line(outcome: Any) -> str | None:
     """One console line for a comparison that waited for the budget and has now run."""
-    from nightschool.lessons.verify import evidence  # function-local: see skill_line
-
     if hasattr(outcome, "skill_id"):
         if outcome.comparison is None:
             return f"    [dim]waiting skill {outcome.skill_id}: {outcome.reason}[/]"
-        c = outcome.comparison
-        verdict = "[green]verified[/]" if outcome.verified else "[yellow]not verified[/]"
-        return (
-            f"    skill {outcome.skill_id}, after waiting, {verdict}: fresh renderings "
-            f"{evidence(c)}{_test(c)}"
-        )
+        return f"    skill {outcome.skill_id}, after waiting, {_verdict(outcome)}"
     if outcome.status in ("written", "reinforced"):
         trigger = outcome.candidate.trigger if outcome.candidate else ""
         return (
@@ -116,7 +107,7 @@ def kept_summary(results: list[Any]) -> list[str]:
         was not kept (by reason), one for candidates still waiting for the
         verification budget, and one `what it changed` sentence.
     """
-    from nightschool.lessons.verify import evidence  # function-local: see skill_line
+    from nightschool.lessons.verify import evidence  # function-local: see _verdict
 
     lines: list[str] = []
     outcomes, skill_outcomes = final_outcomes(results)
