@@ -209,9 +209,9 @@ def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> Non
     candidate = CandidateLesson("when x", "", "do y", ["algo"], 0.5)
     result = solver.solve(a)  # a scripted failure, only carried along
     loop.waiting = [
-        Waiting("lesson", a, "T1", candidate=candidate, result=result),
-        Waiting("skill", b, "T2", skill_id="S-2"),
-        Waiting("skill", a, "T3", skill_id="S-3"),
+        Waiting("lesson", a, candidate=candidate, result=result),
+        Waiting("skill", b, skill_id="S-2"),
+        Waiting("skill", a, skill_id="S-3"),
     ]
     assert not loop.budget.allows()
     assert loop._must_wait("skill") and loop._must_wait("lesson")
@@ -263,7 +263,7 @@ def test_a_cycle_that_hits_a_fault_leaves_the_waiting_candidates_waiting(store: 
     now[0] = 1000.0  # plenty of room
     compared: list[str] = []
     loop._verify_skill = lambda skill_id, *_: compared.append(skill_id)  # type: ignore[method-assign]
-    item = Waiting("skill", render("algo.top_k", "starter", 1), "T1", skill_id="S-1")
+    item = Waiting("skill", render("algo.top_k", "starter", 1), skill_id="S-1")
     loop.waiting = [item]
     with pytest.raises(ModelUnavailableError):
         loop.run_cycle(cluster="algo", tier="starter")

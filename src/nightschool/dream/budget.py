@@ -122,7 +122,6 @@ class Waiting:
         kind: `skill` (stored unverified, `skill_id`) or `lesson` (not written:
             `candidate`, with the cycle's `result` to learn it from).
         challenge: the cycle's challenge (its renderings are excluded).
-        cycle_trajectory_id: the cycle the candidate came from.
         skill_id: the stored skill, for `skill`.
         candidate: the guarded lesson, for `lesson`.
         result: the cycle's solve, for `lesson`.
@@ -130,7 +129,6 @@ class Waiting:
 
     kind: str
     challenge: Challenge
-    cycle_trajectory_id: str
     skill_id: str | None = None
     candidate: CandidateLesson | None = None
     result: SolveResult | None = None

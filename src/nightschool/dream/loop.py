@@ -363,7 +363,7 @@ class DreamLoop:
             if self.extractor is not None and ran and bank:
                 step = "lesson extraction"
                 notify("extracting a lesson")
-                lesson = self._lesson(challenge, result, stored.id, notify)
+                lesson = self._lesson(challenge, result)
             if self.waiting and result.infrastructure_error is None:
                 step = "verifying waiting candidates"
                 self._catch_up(caught_up, notify)
@@ -429,9 +429,7 @@ class DreamLoop:
         ):
             return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
         if self._must_wait("skill"):
-            self.waiting.append(
-                Waiting("skill", challenge, trajectory_id, skill_id=learned.lesson_id)
-            )
+            self.waiting.append(Waiting("skill", challenge, skill_id=learned.lesson_id))
             return SkillOutcome(
                 "written", learned.lesson_id, reason=self._wait_reason(), waits=True
             )
@@ -461,13 +459,7 @@ class DreamLoop:
         reason = record["verdict"] or "no verdict"
         return SkillOutcome("written", skill.id, verification.helps, str(reason), record)
 
-    def _lesson(
-        self,
-        challenge: Challenge,
-        result: SolveResult,
-        trajectory_id: str,
-        notify: Callable[[str], None],
-    ) -> ExtractionOutcome:
+    def _lesson(self, challenge: Challenge, result: SolveResult) -> ExtractionOutcome:
         """Extract a lesson from the cycle; verify it now, or let it wait for the budget."""
         extractor = self.extractor
         assert extractor is not None  # the caller checked
@@ -477,10 +469,9 @@ class DreamLoop:
         if proposed.status != "proposed" or proposed.candidate is None:
             return proposed
         if self._must_wait("lesson"):
-            waiting = Waiting(
-                "lesson", challenge, trajectory_id, candidate=proposed.candidate, result=result
+            self.waiting.append(
+                Waiting("lesson", challenge, candidate=proposed.candidate, result=result)
             )
-            self.waiting.append(waiting)
             return replace(proposed, status="waiting", reason=self._wait_reason())
         with self._timed():
             return extractor.settle(challenge, result, proposed.candidate)

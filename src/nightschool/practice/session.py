@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from nightschool.dream.frontier import FrontierTracker, adaptive_cooldown
 from nightschool.dream.loop import CycleCutShort, CycleResult, DreamLoop
 from nightschool.dream.sources import CurriculumSources
-from nightschool.errors import UserError
 from nightschool.lessons.reflection import Reflector
 from nightschool.llm import ChatModel
 from nightschool.prompts.live import with_live_prompt
@@ -112,8 +111,9 @@ def open_practice(
             (`DreamLoop`'s `verify_share`); None: every candidate at once.
 
     Raises:
-        UserError: an unknown `search` or `frontier`, or a `verify_share`
-            outside (0, 1].
+        UserError: an unknown `search` or `frontier`.
+        ValueError: a `verify_share` outside (0, 1] (`DreamLoop`; the CLI's
+            flag and `NIGHTSCHOOL_VERIFY_SHARE` refuse one before this).
     """
     # function-local: start-up time (learn, lessons and strategies load the gate's scipy and
     # the playbook's numpy, ~1.5 s; `nightschool serve` imports this module while it starts)
@@ -124,8 +124,6 @@ def open_practice(
 
     check_picker(frontier)
     check_search(search)
-    if verify_share is not None and not 0.0 < verify_share <= 1.0:
-        raise UserError(f"--verify-share must be in (0, 1], got {verify_share:g}")
     policy = budget_router = None
     if home is not None:
         from nightschool.learn import solver_hooks  # function-local: start-up time
