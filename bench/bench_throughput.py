@@ -475,7 +475,8 @@ def main() -> None:
         "--verify-share",
         type=float,
         default=None,
-        help="the new arm's `nightschool dream --verify-share` (default: not set)",
+        help="the new arm's `nightschool dream --verify-share` (default: not set, so every "
+        "candidate is verified at once in both arms; the CLI's own default is 0.25)",
     )
     parser.add_argument("--verify-order", default="adaptive", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)

@@ -103,7 +103,7 @@ CONFIDENCE: 0.8
 
 
 @needs_bwrap
-def test_dream_with_a_verification_share_lets_candidates_wait_and_says_so(
+def test_dream_lets_candidates_wait_by_default_and_the_next_dream_verifies_them(
     tmp_path: Path,
     openai_stub,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -112,22 +112,39 @@ def test_dream_with_a_verification_share_lets_candidates_wait_and_says_so(
     def reply(messages: list[dict[str, str]]) -> str:
         return LESSON if "TRIGGER:" in messages[-1]["content"] else WRONG
 
+    def verifications() -> int:
+        sql = "SELECT COUNT(*) FROM trajectories WHERE task_kind = 'verification'"
+        return int(db_rows(home, sql)[0][0])
+
     with openai_stub(reply) as base_url:
-        result = nightschool(
-            "dream", "--cycles", "2", "--seed", "3", "--cluster", "data_analysis",
-            "--verify-share", "0.25", "--base-url", base_url, "--model", "stub", home=home,
+        model = ("--base-url", base_url, "--model", "stub")
+        first = nightschool(
+            "dream", "--cycles", "2", "--seed", "3", "--cluster", "data_analysis", *model,
+            home=home,
         )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    # a stub's cycle takes seconds, so no comparison (about 15 s each) fits a quarter of it
-    assert result.stderr.count("lesson candidate waits") == 2, result.stderr
-    assert "still waiting for verification at the end: 2 lesson candidate(s), not kept" in (
-        result.stdout
+        assert first.returncode == 0, first.stderr
+        # the default share is 25%, and a stub's cycle takes seconds: no comparison (about
+        # 15 s each) fits a quarter of it, so both candidates wait and are kept
+        assert first.stderr.count("lesson candidate waits") == 2, first.stderr
+        assert "(0%; share 25%), 0 comparison(s)" in first.stdout
+        assert "kept for the next dream: 2 lesson candidate(s) (not shown until verified)" in (
+            first.stdout
+        )
+        assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(2,)]
+        assert db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)] and verifications() == 0
+
+        later = nightschool(
+            "dream", "--cycles", "1", "--seed", "4", "--cluster", "data_analysis",
+            "--verify-share", "1", *model, home=home,
+        )  # fmt: skip
+    assert later.returncode == 0, later.stderr
+    assert "3 comparison(s), 2 of them left by earlier dreams" in later.stdout, later.stdout
+    assert "still waiting" not in later.stdout and "None" not in later.stderr
+    assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(0,)]
+    # the stub never solves, so no lesson helps: compared, refused, not kept
+    assert verifications() > 0 and db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)], (
+        later.stdout + later.stderr
     )
-    assert "(0%; share 25%), 0 comparison(s), 2 candidate(s) still waiting" in result.stdout
-    assert db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)]
-    assert db_rows(home, "SELECT COUNT(*) FROM trajectories WHERE task_kind = 'verification'") == [
-        (0,)
-    ]
 
 
 @needs_bwrap
@@ -219,6 +236,8 @@ def test_dream_on_embedded_model_end_to_end(tmp_path: Path) -> None:
         "11",
         "--verify-k",
         "2",  # 2 fresh renderings per arm: the path, at a third of the solves
+        "--verify-share",
+        "1",  # verified at once, not left waiting for a later dream
         "--cluster",
         "python_general",
         home=home,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from nightschool.cli._dream_report import cycle_lines, kept_summary
+from types import SimpleNamespace
+
+from nightschool.cli._dream_report import budget_lines, cycle_lines, kept_summary
+from nightschool.dream.budget import VerificationBudget
 from nightschool.dream.frontier import SeedPick
 from nightschool.dream.loop import CycleResult, SkillOutcome
 from nightschool.lessons.extraction import CandidateLesson, ExtractionOutcome
@@ -64,8 +67,7 @@ def test_a_candidate_that_waited_counts_once_by_its_last_word() -> None:
         "kept: skill S-1 (written, verified)",
         "kept: skill S-2 (written, not verified)",
     ]
-    assert lines[3].startswith("still waiting for verification at the end: 1 skill(s)")
-    assert "1 lesson candidate(s), not kept" in lines[3]
+    assert len(lines) == 4  # what still waits is the queue's to say (`budget_lines`)
     assert "1 verified lesson(s)" in lines[-1] and "2 skill(s) (1 verified)" in lines[-1]
 
 
@@ -89,3 +91,30 @@ def test_a_cycle_names_the_waiting_candidates_it_compared() -> None:
     assert lines[1].startswith("    skill S-1, after waiting, [green]verified[/]")
     assert lines[2].startswith("    [dim]lesson candidate, after waiting, not kept: verif")
     assert cycle_lines(cycle()) == []  # nothing learned, nothing waited: no line
+
+
+def test_the_budget_lines_say_what_was_taken_over_and_what_is_kept_for_the_next_dream() -> None:
+    now = [0.0]
+    budget = VerificationBudget(0.25, clock=lambda: now[0])
+    budget.start()
+    with budget.timed():
+        now[0] = 30.0
+    now[0] = 200.0
+    waiting = {"skill": 1, "lesson": 2}
+    loop = SimpleNamespace(
+        budget=budget, resumed=(3, 1), waiting=SimpleNamespace(count=waiting.get)
+    )
+    share, kept = budget_lines(loop)
+    assert share == (
+        "verification: 30 s of 200 s (15%; share 25%), 1 comparison(s), 3 of them left by "
+        "earlier dreams (1 older lesson candidate(s) dropped)"
+    )
+    assert kept.startswith("still waiting for verification, kept for the next dream: 1 skill(s)")
+    assert "2 lesson candidate(s) (not shown until verified)" in kept
+
+    waiting.update(skill=0, lesson=0)
+    loop.resumed = (0, 0)
+    assert budget_lines(loop) == [
+        "verification: 30 s of 200 s (15%; share 25%), 1 comparison(s)"
+    ]  # nothing taken over, nothing left
+    assert budget_lines(SimpleNamespace(budget=None)) == []  # a loop without one (curve, benches)

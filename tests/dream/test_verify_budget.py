@@ -12,8 +12,9 @@ from tests.lessons._scripted import learner, lesson_writer
 
 from nightschool.challenges import Challenge, render
 from nightschool.dream import DreamLoop, FrontierTracker
-from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget, Waiting
+from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget
 from nightschool.dream.loop import SkillOutcome
+from nightschool.dream.queue import PendingLesson
 from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
 from nightschool.lessons.verify import PairedVerifier
 from nightschool.llm import ScriptedModel
@@ -106,7 +107,7 @@ def test_a_skill_over_budget_waits_unverified_then_a_later_cycle_verifies_it(
         waiting = memory.get(str(first.skill.skill_id))
         assert waiting is not None and not waiting.verified
         assert "verification" not in waiting.extra  # what idle time's skills phase looks for
-        assert [w.skill_id for w in loop.waiting] == [first.skill.skill_id]
+        assert [w.skill_id for w in loop.waiting.items] == [first.skill.skill_id]
         assert not list(store.iter_trajectories(task_kind="verification"))  # nothing solved for it
 
         clock.offset += 600.0  # ten minutes of practice make room
@@ -198,7 +199,7 @@ def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> Non
         return SkillOutcome("written", skill_id, comparison={"k": 6})
 
     class Extractor:
-        def settle(self, challenge: Challenge, _result: object, _candidate: object) -> str:
+        def settle(self, challenge: Challenge, _candidate: object, **_original: object) -> str:
             compared.append(challenge.template)
             now[0] += 10.0
             return "settled"
@@ -208,11 +209,9 @@ def test_waiting_skills_are_verified_before_waiting_lessons(store: Store) -> Non
     a, b = render("algo.top_k", "starter", 1), render("sql.customer_totals", "starter", 2)
     candidate = CandidateLesson("when x", "", "do y", ["algo"], 0.5)
     result = solver.solve(a)  # a scripted failure, only carried along
-    loop.waiting = [
-        Waiting("lesson", a, candidate=candidate, result=result),
-        Waiting("skill", b, skill_id="S-2"),
-        Waiting("skill", a, skill_id="S-3"),
-    ]
+    loop.waiting.add_lesson(PendingLesson.of(a, candidate, result))
+    loop.waiting.add_skill("S-2", b)
+    loop.waiting.add_skill("S-3", a)
     assert not loop.budget.allows()
     assert loop._must_wait("skill") and loop._must_wait("lesson")
     now[0] = 1000.0
@@ -238,7 +237,7 @@ def test_the_share_comes_from_the_flag_or_the_environment_and_is_checked(
     from nightschool.errors import UserError
 
     monkeypatch.delenv("NIGHTSCHOOL_VERIFY_SHARE", raising=False)
-    assert Settings().verify_share is None  # off by default: every candidate at once
+    assert Settings().verify_share == 0.25  # issue 27's target, on by default
     monkeypatch.setenv("NIGHTSCHOOL_VERIFY_SHARE", "0.3")
     assert Settings().verify_share == 0.3
     assert Settings(verify_share=0.5).verify_share == 0.5  # the flag wins
@@ -263,8 +262,7 @@ def test_a_cycle_that_hits_a_fault_leaves_the_waiting_candidates_waiting(store: 
     now[0] = 1000.0  # plenty of room
     compared: list[str] = []
     loop._verify_skill = lambda skill_id, *_: compared.append(skill_id)  # type: ignore[method-assign]
-    item = Waiting("skill", render("algo.top_k", "starter", 1), skill_id="S-1")
-    loop.waiting = [item]
+    item = loop.waiting.add_skill("S-1", render("algo.top_k", "starter", 1))
     with pytest.raises(ModelUnavailableError):
         loop.run_cycle(cluster="algo", tier="starter")
-    assert loop.waiting == [item] and compared == []  # no comparison against a failing server
+    assert loop.waiting.items == [item] and compared == []  # none against a failing server

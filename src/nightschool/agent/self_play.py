@@ -222,6 +222,8 @@ class SelfPlayTools:
             (None: none).
         practice_root: what opens and runs a practice session
             (`nightschool.practice`).
+        verify_share: the background loop's verification budget
+            (`NIGHTSCHOOL_VERIFY_SHARE`; None: every candidate at once).
     """
 
     def __init__(
@@ -238,7 +240,9 @@ class SelfPlayTools:
         cooldown_scale: float = 1.0,
         home: Path | None = None,
         practice_root: PracticeRoot,
+        verify_share: float | None = None,
     ) -> None:
+        self.verify_share = verify_share
         self.practice_root = practice_root
         self.store = store
         self.home = home
@@ -381,6 +385,8 @@ class SelfPlayTools:
             playbook=self.playbook,
             session_id=SESSION_ID,
             home=self.home,
+            # the one-off tool (verify_k 0) verifies nothing: no budget, no queue loaded
+            verify_share=self.verify_share if verify_k else None,
         )
 
     def _stop(self, run: LoopRun, *, reason: str, timeout_s: float = 30.0) -> bool:

@@ -24,7 +24,7 @@ from nightschool.cli._common import (
     settings_from,
     with_model_options,
 )
-from nightschool.cli._dream_report import budget_line, cycle_lines, final_outcomes, kept_summary
+from nightschool.cli._dream_report import budget_lines, cycle_lines, final_outcomes, kept_summary
 from nightschool.cli._idle import show_phases
 from nightschool.cli._parallel import RayAddressOpt, WorkersOpt, parallel_backend, remote_resources
 from nightschool.errors import UserError
@@ -172,10 +172,10 @@ def dream(
             max=1.0,
             show_default=False,
             help="Hold verification (the controlled comparisons) to this share of the dream's "
-            "time, e.g. 0.25: a candidate that does not fit waits and is verified after a later "
-            "cycle; a skill still waiting at the end stays unverified until idle time verifies "
-            "it, a lesson candidate still waiting is not kept [default: "
-            "NIGHTSCHOOL_VERIFY_SHARE, else every candidate verified at once].",
+            "time: a candidate that does not fit waits and is verified after a later cycle; "
+            "what still waits at the end is kept for the next dream (a skill stored unverified, "
+            "a lesson candidate never shown until verified). 1 verifies every candidate at "
+            "once [default: NIGHTSCHOOL_VERIFY_SHARE, else 0.25].",
         ),
     ] = None,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
@@ -390,9 +390,8 @@ def _dream_run(
         )
         for line in kept_summary(results):
             console.print(line, highlight=False)
-    said = budget_line(dream_loop)
-    if said:
-        console.print(said, highlight=False)
+    for line in budget_lines(dream_loop):
+        console.print(line, highlight=False)
 
 
 def status() -> None:

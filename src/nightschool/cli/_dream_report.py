@@ -104,8 +104,8 @@ def kept_summary(results: list[Any]) -> list[str]:
 
     Returns:
         Lines for the console: one per kept lesson or skill, one counting what
-        was not kept (by reason), one for candidates still waiting for the
-        verification budget, and one `what it changed` sentence.
+        was not kept (by reason), and one `what it changed` sentence (what
+        still waits for the verification budget: `budget_lines`).
     """
     from nightschool.lessons.verify import evidence  # function-local: see _verdict
 
@@ -131,21 +131,6 @@ def kept_summary(results: list[Any]) -> list[str]:
             dropped["skill: rejected"] = dropped.get("skill: rejected", 0) + 1
     if dropped:
         lines.append("not kept: " + ", ".join(f"{n} {why}" for why, n in sorted(dropped.items())))
-    waiting_lessons = sum(o.status == "waiting" for o in outcomes)
-    waiting_skills = sum(bool(s.waits) for s in skills)
-    if waiting_lessons or waiting_skills:
-        parts = []
-        if waiting_skills:
-            parts.append(
-                f"{waiting_skills} skill(s), kept unverified until the idle watchdog's skills "
-                "phase verifies them (`nightschool watch` or `serve`)"
-            )
-        if waiting_lessons:
-            parts.append(f"{waiting_lessons} lesson candidate(s), not kept")
-        lines.append(
-            "still waiting for verification at the end: " + "; ".join(parts) + " (a larger "
-            "--verify-share verifies more within the dream)"
-        )
     verified_skills = sum(s.verified for s in skills)
     if not lessons and not skills:
         lines.append("what it changed: nothing; the agent answers every request as before.")
@@ -165,13 +150,35 @@ def kept_summary(results: list[Any]) -> list[str]:
     return lines
 
 
-def budget_line(loop: Any) -> str | None:
-    """Verification's share of the run, against the budget (`--verify-share`); None without one."""
+def budget_lines(loop: Any) -> list[str]:
+    """Verification's share of the run against the budget (`--verify-share`), and what waits.
+
+    Args:
+        loop: the run's `DreamLoop` (its `budget`, `waiting` queue and `resumed`).
+
+    Returns:
+        No line without a budget; else the share line (with the candidates
+        the run took over from earlier dreams) and, when some still wait, a
+        line saying where they are kept.
+    """
     budget = loop.budget
     if budget is None:
-        return None
-    return (
+        return []
+    resumed, dropped = loop.resumed or (0, 0)
+    earlier = f", {resumed} of them left by earlier dreams" if resumed else ""
+    if dropped:
+        earlier += f" ({dropped} older lesson candidate(s) dropped)"
+    lines = [
         f"verification: {budget.spent_s:.0f} s of {budget.elapsed_s:.0f} s "
         f"({budget.used_share():.0%}; share {budget.share:.0%}), {budget.comparisons} "
-        f"comparison(s), {len(loop.waiting)} candidate(s) still waiting"
-    )
+        f"comparison(s){earlier}"
+    ]
+    skills, lessons = loop.waiting.count("skill"), loop.waiting.count("lesson")
+    if skills or lessons:
+        parts = []
+        if skills:
+            parts.append(f"{skills} skill(s) (stored unverified; idle time verifies them too)")
+        if lessons:
+            parts.append(f"{lessons} lesson candidate(s) (not shown until verified)")
+        lines.append("still waiting for verification, kept for the next dream: " + ", ".join(parts))
+    return lines

@@ -83,6 +83,7 @@ def build_watchdog(
         max_tokens=settings.max_tokens,
         scale=settings.idle_scale,
         home=settings.home_dir(),
+        verify_share=settings.verify_share,
     )
     dog = Watchdog(
         store,

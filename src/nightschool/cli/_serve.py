@@ -159,6 +159,7 @@ def _agent(
                 cooldown_scale=settings.idle_scale,
                 home=settings.home_dir(),
                 practice_root=nightschool.practice,
+                verify_share=settings.verify_share,
             )
         pipeline = ChatPipeline(
             model=chat_model,

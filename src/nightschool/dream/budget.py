@@ -10,13 +10,11 @@ over 24 cycles and 40% over 8 (`bench/bench_throughput.py --parts dream
 `VerificationBudget(share)` holds verification to `share` of the run's
 wall-clock time: before a comparison starts, the budget asks whether its
 expected cost still fits; when it does not, the candidate waits
-(`Waiting`) and the dream loop verifies waiting candidates after later
-cycles, once the practice time has made room: skills first, then lessons,
-each oldest first (`WAIT_ORDER`). A skill that still waits
-when the run ends is stored unverified, as every skill is before its
-comparison, and the idle watchdog's skills phase verifies it later; a lesson
-candidate that still waits is not written (an unverified self-play lesson
-would be shown to practice) and the run's summary counts it.
+(`nightschool.dream.queue`) and the dream loop verifies waiting candidates
+after later cycles, once the practice time has made room: skills first, then
+lessons, each oldest first. What still waits when the run ends is kept (a
+skill stored unverified, as every skill is before its comparison; a lesson
+candidate in `pending_lessons`, never shown) and verified by a later run.
 
 Nothing is ever verified on weaker evidence: a comparison that runs is the
 same comparison; the budget only decides when it runs, or that it does not
@@ -28,31 +26,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nightschool.challenges import Challenge
-    from nightschool.lessons.extraction import CandidateLesson
-    from nightschool.solver.core import SolveResult
-
-__all__ = ["PRIOR_COMPARISON_S", "WAIT_ORDER", "VerificationBudget", "Waiting"]
+__all__ = ["PRIOR_COMPARISON_S", "VerificationBudget"]
 
 PRIOR_COMPARISON_S = 15.0
 """Expected seconds of one comparison before any was timed in this run: measured
 340 s over 23 comparisons (14.8 s) on the curriculum, Qwen2.5-Coder-1.5B, 2 cores
 (`bench/results/throughput/dream-curriculum24-prior-qwen2.5-coder-1.5b.json`)."""
-
-
-WAIT_ORDER = ("skill", "lesson")
-"""Which waiting candidates are verified first: skills, then lessons (each oldest first).
-Measured promotion rates: skills 1 of 10 comparisons, lessons 0 of about 28
-(`bench/results/curve-varied-1.5b`: 1 of 5 skills, 0 of about 10 lessons; the
-24-cycle curriculum run of `bench/results/throughput/`, measured twice on the same
-cycles and counted once: 0 of 5 skills, 0 of 18 lessons). Thin evidence (Fisher's
-exact p = 0.26), with a reason behind it: a skill is a passing solution of the very
-template its renderings come from, a lesson is advice. A skill left waiting is only
-postponed to idle time; a lesson is lost."""
 
 
 class VerificationBudget:
@@ -112,23 +92,3 @@ class VerificationBudget:
         """Verification's share of the run's time so far (0 before any time has passed)."""
         elapsed = self.elapsed_s
         return self.spent_s / elapsed if elapsed > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """A candidate whose comparison waits for the budget.
-
-    Attributes:
-        kind: `skill` (stored unverified, `skill_id`) or `lesson` (not written:
-            `candidate`, with the cycle's `result` to learn it from).
-        challenge: the cycle's challenge (its renderings are excluded).
-        skill_id: the stored skill, for `skill`.
-        candidate: the guarded lesson, for `lesson`.
-        result: the cycle's solve, for `lesson`.
-    """
-
-    kind: str
-    challenge: Challenge
-    skill_id: str | None = None
-    candidate: CandidateLesson | None = None
-    result: SolveResult | None = None

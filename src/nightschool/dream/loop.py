@@ -17,8 +17,9 @@ Infrastructure faults are stored as `unknown` trajectories with the
 fault named and no frontier run, then raised so the caller can stop.
 
 With `verify_share` the comparisons are held to that share of the run's time
-(`nightschool.dream.budget`): a candidate that does not fit waits and is
-verified after a later cycle.
+(`nightschool.dream.budget`): a candidate that does not fit waits
+(`nightschool.dream.queue`, kept across runs) and is verified after a later
+cycle, or by a later run.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
-from nightschool.dream.budget import WAIT_ORDER, VerificationBudget, Waiting
+from nightschool.dream.budget import VerificationBudget
 from nightschool.dream.frontier import FrontierTracker, SeedPick
+from nightschool.dream.queue import PendingLesson, VerificationQueue
 from nightschool.errors import ChallengeFaultError, UserError
 from nightschool.llm.preempt import Preempted
 from nightschool.solver.core import Solver, SolveResult
@@ -179,9 +181,11 @@ class DreamLoop:
             cycle with `--cluster` or `--tier` always uses the bank.
         verify_share: hold verification to this share of the run's wall-clock
             time (`nightschool.dream.budget`): a candidate whose comparison
-            does not fit waits, and waiting ones are verified after later
-            cycles, skills before lessons, each oldest first; None verifies
-            every candidate at once.
+            does not fit waits (`nightschool.dream.queue`: kept in the store,
+            so a later run verifies what this one leaves), and waiting ones
+            are verified after later cycles, skills before lessons, each
+            oldest first; the first cycle starts with the candidates earlier
+            runs left. None verifies every candidate at once and loads none.
 
     Raises:
         ValueError: `verify_share` outside (0, 1].
@@ -204,8 +208,12 @@ class DreamLoop:
         verify_share: float | None = None,
     ) -> None:
         self.budget = None if verify_share is None else VerificationBudget(verify_share)
-        self.waiting: list[Waiting] = []
-        """Candidates whose comparison waits for the budget, in the order they came."""
+        self.waiting = VerificationQueue(
+            store, solver.playbook, exclude_templates=exclude_templates
+        )
+        """Candidates whose comparison waits for the budget (loaded by the first cycle)."""
+        self.resumed: tuple[int, int] | None = None
+        """(candidates earlier runs left waiting, old lesson candidates dropped), once loaded."""
         self.sources = sources
         self.extractor = extractor
         self.skills = skills
@@ -276,6 +284,11 @@ class DreamLoop:
         started = time.perf_counter()
         if self.budget is not None:
             self.budget.start()
+            if self.resumed is None:
+                self.resumed = self.waiting.load(
+                    skills=self.skills and self.verifier is not None,
+                    lessons=self.extractor is not None,
+                )
         pick = self.choose(cluster=cluster, tier=tier)
         notify = on_event or (lambda _msg: None)
         source, source_reason = "template", ""
@@ -429,7 +442,7 @@ class DreamLoop:
         ):
             return SkillOutcome(learned.status, learned.lesson_id, reason=learned.reason)
         if self._must_wait("skill"):
-            self.waiting.append(Waiting("skill", challenge, skill_id=learned.lesson_id))
+            self.waiting.add_skill(learned.lesson_id, challenge)
             return SkillOutcome(
                 "written", learned.lesson_id, reason=self._wait_reason(), waits=True
             )
@@ -468,40 +481,50 @@ class DreamLoop:
         proposed = extractor.propose(challenge, result)
         if proposed.status != "proposed" or proposed.candidate is None:
             return proposed
+        pending = PendingLesson.of(challenge, proposed.candidate, result)
         if self._must_wait("lesson"):
-            self.waiting.append(
-                Waiting("lesson", challenge, candidate=proposed.candidate, result=result)
-            )
+            self.waiting.add_lesson(pending)
             return replace(proposed, status="waiting", reason=self._wait_reason())
         with self._timed():
-            return extractor.settle(challenge, result, proposed.candidate)
+            return self._settle(pending)
 
     def _catch_up(
         self, done: list[SkillOutcome | ExtractionOutcome], notify: Callable[[str], None]
     ) -> None:
         """Verify waiting candidates while the budget allows; append to `done`.
 
-        Skills go first, then lessons, each oldest first (`WAIT_ORDER`). A
+        Skills go first, then lessons, each oldest first (`queue.WAIT_ORDER`). A
         candidate leaves the queue only when its comparison finished, so a
         user turn (`Preempted`) or a fault leaves it waiting.
         """
-        while self.waiting and self.budget is not None and self.budget.allows():
-            item = min(self.waiting, key=lambda w: WAIT_ORDER.index(w.kind))
-            notify(f"verifying a waiting {item.kind} from {item.challenge.template}")
-            if item.kind == "skill" and item.skill_id is not None:
-                done.append(self._verify_skill(item.skill_id, item.challenge.prompt, notify))
-            elif self.extractor is not None and item.candidate and item.result is not None:
+        while self.budget is not None and self.budget.allows():
+            item = self.waiting.next()
+            if item is None:
+                return
+            notify(f"verifying a waiting {item.kind} from {item.template}")
+            if item.skill_id is not None:
+                done.append(self._verify_skill(item.skill_id, item.exclude_prompt, notify))
+            elif item.lesson is not None:
                 with self._timed():
-                    done.append(self.extractor.settle(item.challenge, item.result, item.candidate))
-            self.waiting.remove(item)
+                    done.append(self._settle(item.lesson))
+            self.waiting.done(item)
+
+    def _settle(self, pending: PendingLesson) -> ExtractionOutcome:
+        """Run a waiting lesson's comparison (`LessonExtractor.settle`)."""
+        assert self.extractor is not None  # lessons wait (and load) only with an extractor
+        return self.extractor.settle(
+            pending.challenge,
+            pending.candidate,
+            passed=pending.passed,
+            attempts=pending.attempts,
+            trajectory_id=pending.trajectory_id,
+        )
 
     def _must_wait(self, kind: str) -> bool:
         """Whether a new candidate of `kind` waits: the budget says no, or one goes before it."""
         if self.budget is None:
             return False
-        rank = WAIT_ORDER.index(kind)
-        ahead = any(WAIT_ORDER.index(w.kind) <= rank for w in self.waiting)
-        return ahead or not self.budget.allows()
+        return self.waiting.ahead_of(kind) or not self.budget.allows()
 
     def _timed(self) -> AbstractContextManager[None]:
         """The budget's clock around a comparison (nothing without a budget)."""

@@ -262,12 +262,31 @@ class LessonExtractor:
         proposed = self.propose(challenge, result)
         if proposed.status != "proposed" or proposed.candidate is None:
             return proposed
-        return self.settle(challenge, result, proposed.candidate)
+        return self.settle(
+            challenge,
+            proposed.candidate,
+            passed=result.passed,
+            attempts=result.attempts,
+            trajectory_id=result.trajectory.id,
+        )
 
     def settle(
-        self, challenge: Challenge, result: SolveResult, candidate: CandidateLesson
+        self,
+        challenge: Challenge,
+        candidate: CandidateLesson,
+        *,
+        passed: bool,
+        attempts: int,
+        trajectory_id: str,
     ) -> ExtractionOutcome:
         """Verify a guarded candidate (`propose`) on fresh renderings; write it when it helps.
+
+        Args:
+            challenge: the cycle's challenge (never one of the renderings).
+            candidate: the guarded lesson.
+            passed: whether the cycle passed (kept in the comparison record).
+            attempts: the cycle's attempts (kept there too).
+            trajectory_id: the cycle's trajectory, the lesson's source.
 
         Returns:
             `written` or `reinforced` (verified), or `rejected` with the
@@ -303,16 +322,16 @@ class LessonExtractor:
         )
         comparison = verification.record()
         comparison["challenge_hash"] = challenge.challenge_hash
-        comparison["original"] = {"passed": result.passed, "attempts": result.attempts}
+        comparison["original"] = {"passed": passed, "attempts": attempts}
         if verification.infrastructure_error is not None:
             raise InfrastructureError(
                 f"lesson verification stopped: {verification.infrastructure_error}"
             )
         if not verification.helps:
+            test = f"; {comparison['test']}" if comparison.get("test") else ""
             return ExtractionOutcome(
                 "rejected",
-                "verification: the gate did not promote the lesson "
-                f"({evidence(comparison)}; {comparison['test']})",
+                f"verification: the gate did not promote the lesson ({evidence(comparison)}{test})",
                 None,
                 candidate,
                 comparison,
@@ -320,7 +339,7 @@ class LessonExtractor:
         learned = self.write(
             candidate,
             source="selfplay",
-            source_trajectory_id=result.trajectory.id,
+            source_trajectory_id=trajectory_id,
             challenge_hash=challenge.challenge_hash,
             verified=True,
             extra={"verification": comparison},

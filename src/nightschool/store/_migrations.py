@@ -403,6 +403,25 @@ M013_HARMFUL: tuple[str, ...] = (
     "ALTER TABLE lessons_archive ADD COLUMN times_harmful INTEGER NOT NULL DEFAULT 0",
 )
 
+M014_PENDING_LESSONS: tuple[str, ...] = (
+    # Lesson candidates waiting for their comparison under a dream's verification
+    # budget (`nightschool.dream.queue`): a row is written when a candidate waits and
+    # deleted when its comparison finishes, so a dream that ends or is stopped loses
+    # none; the next run starts with them. Not the playbook: these are never shown.
+    """CREATE TABLE pending_lessons (
+        id TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        template TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+        attempts INTEGER NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        candidate TEXT NOT NULL CHECK (json_valid(candidate))
+    )""",
+    "CREATE INDEX pending_lessons_created ON pending_lessons(created_at)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m001_initial", M001_INITIAL),
     ("m002_lessons", M002_LESSONS),
@@ -417,5 +436,6 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m011_prompts", M011_PROMPTS),
     ("m012_dashboard_indexes", M012_DASHBOARD_INDEXES),
     ("m013_harmful", M013_HARMFUL),
+    ("m014_pending_lessons", M014_PENDING_LESSONS),
 )
 """All migrations this version knows, oldest first."""

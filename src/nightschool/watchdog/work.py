@@ -59,6 +59,9 @@ class NightschoolWork:
         clock: epoch seconds.
         home: the nightschool home, where the retrain phase writes the
             process reward model's checkpoint (None: no retrain phase).
+        verify_share: the dream phase's verification budget
+            (`NIGHTSCHOOL_VERIFY_SHARE`; None: every candidate at once). What
+            waits is kept for the next dream phase (`nightschool.dream.queue`).
     """
 
     def __init__(
@@ -74,7 +77,9 @@ class NightschoolWork:
         scale: float = 1.0,
         clock: Any = time.time,
         home: Path | None = None,
+        verify_share: float | None = None,
     ) -> None:
+        self.verify_share = verify_share
         self.store = store
         self.model = model
         self.sandbox = sandbox
@@ -186,6 +191,7 @@ class NightschoolWork:
             playbook=self.playbook,
             session_id=f"idle-{int(self.clock())}",
             home=self.home,
+            verify_share=self.verify_share,
         )
 
     def _dream(self) -> PhaseResult:
