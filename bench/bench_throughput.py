@@ -39,11 +39,11 @@ Four parts, printed side by side in one run (`--parts`, default all three):
   restored a saved KV state (`PrefixStates`), verification's share of the time
   (trajectories of kind `verification`), and how many cycles made the same
   attempts (same code, token for token) in both arms: the reproducibility check
-  of prefix reuse (`nightschool.llm._prefix`). `--verify-share S` runs the
-  new arm with `nightschool dream --verify-share S` (verification held to that
-  share of the time; with `--old ref --old-ref <commit>` the old arm is the same
-  code without it): the verification line then adds the comparisons that
-  promoted and the candidates still waiting at the end.
+  of prefix reuse (`nightschool.llm._prefix`). The new arm holds verification
+  to `--verify-share` of its time (default 0.25, what `nightschool dream` does
+  by default; 1 verifies every candidate at once); the old arm has no budget:
+  the verification line adds the comparisons that promoted and the candidates
+  still waiting at the end.
 
 Usage: `python bench/bench_throughput.py [--model qwen2.5-coder-1.5b] [--cycles 6]
 [--seed 7] [--cluster python_general] [--verify-k 6] [--parts ceiling,ours,spec,dream]
@@ -71,6 +71,10 @@ from typing import Any
 from _dream_arm import dream_arm  # a sibling module: the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+USER_SHARE = 0.25
+"""The new arm's verification share unless `--verify-share` says otherwise: the
+default of `NIGHTSCHOOL_VERIFY_SHARE` (`nightschool.config.Settings`)."""
 
 OLD_REF = "033e78a"
 """The last commit before per-call threads and KV prefix reuse (issue 27)."""
@@ -349,9 +353,10 @@ def dream(args: argparse.Namespace) -> dict[str, Any]:
     else:
         with old_tree(args.old_ref) as old_src:
             old = run_arm(old_src, args, {})
-    arms = {"old": old, "new": run_arm(ROOT / "src", args, {}, verify_share=args.verify_share)}
+    share = USER_SHARE if args.verify_share is None else args.verify_share
+    arms = {"old": old, "new": run_arm(ROOT / "src", args, {}, verify_share=share)}
     if args.no_reuse_arm:
-        arms["no-reuse"] = run_arm(ROOT / "src", args, NO_REUSE_SETTINGS)
+        arms["no-reuse"] = run_arm(ROOT / "src", args, NO_REUSE_SETTINGS, verify_share=share)
     same = {
         name: sum(
             a["codes"] == b["codes"] for a, b in zip(old["cycles"], arm["cycles"], strict=True)
@@ -475,8 +480,8 @@ def main() -> None:
         "--verify-share",
         type=float,
         default=None,
-        help="the new arm's `nightschool dream --verify-share` (default: not set, so every "
-        "candidate is verified at once in both arms; the CLI's own default is 0.25)",
+        help="the new arm's `nightschool dream --verify-share` (default 0.25, what a user gets "
+        "since c0a2ae8; 1: every candidate at once). The old arm never has a budget.",
     )
     parser.add_argument("--verify-order", default="adaptive", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)

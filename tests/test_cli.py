@@ -131,6 +131,8 @@ def test_dream_lets_candidates_wait_by_default_and_the_next_dream_verifies_them(
             first.stdout
         )
         assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(2,)]
+        status = nightschool("status", home=home)
+        assert "2 lesson candidate(s) waiting for verification" in status.stdout, status.stdout
         assert db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)] and verifications() == 0
 
         later = nightschool(
@@ -141,6 +143,7 @@ def test_dream_lets_candidates_wait_by_default_and_the_next_dream_verifies_them(
     assert "3 comparison(s), 2 of them left by earlier dreams" in later.stdout, later.stdout
     assert "still waiting" not in later.stdout and "None" not in later.stderr
     assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(0,)]
+    assert "waiting for verification" not in nightschool("status", home=home).stdout
     # the stub never solves, so no lesson helps: compared, refused, not kept
     assert verifications() > 0 and db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)], (
         later.stdout + later.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from nightschool.cli._dream_report import budget_lines, cycle_lines, kept_summary
-from nightschool.dream.budget import VerificationBudget
+from nightschool.dream.budget import Ledger, VerificationBudget
 from nightschool.dream.frontier import SeedPick
 from nightschool.dream.loop import CycleResult, SkillOutcome
 from nightschool.lessons.extraction import CandidateLesson, ExtractionOutcome
@@ -117,4 +117,16 @@ def test_the_budget_lines_say_what_was_taken_over_and_what_is_kept_for_the_next_
     assert budget_lines(loop) == [
         "verification: 30 s of 200 s (15%; share 25%), 1 comparison(s)"
     ]  # nothing taken over, nothing left
+    budget.earlier = Ledger(elapsed_s=600.0, spent_s=170.0, comparisons=10)
+    [line] = budget_lines(loop)
+    assert line.endswith("1 comparison(s); with the last day's earlier dreams 25% of 800 s")
     assert budget_lines(SimpleNamespace(budget=None)) == []  # a loop without one (curve, benches)
+
+
+def test_a_skill_an_earlier_dream_left_is_compared_not_kept_again() -> None:
+    theirs = SkillOutcome("written", "S-9", verified=True, comparison={"k": 6}, earlier=True)
+    ours = SkillOutcome("written", "S-1", reason="verification waits: ...", waits=True)
+    lines = kept_summary([cycle(passed=True, attempts=1, skill=ours, caught_up=(theirs,))])
+    assert lines[0] == "kept: skill S-1 (written, not verified)"
+    assert lines[1] == "compared: 1 skill(s) earlier dreams left waiting, 1 verified"
+    assert "S-9" not in " ".join(lines) and "1 skill(s) (0 verified)" in lines[-1]

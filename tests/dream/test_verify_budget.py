@@ -12,7 +12,14 @@ from tests.lessons._scripted import learner, lesson_writer
 
 from nightschool.challenges import Challenge, render
 from nightschool.dream import DreamLoop, FrontierTracker
-from nightschool.dream.budget import PRIOR_COMPARISON_S, VerificationBudget
+from nightschool.dream.budget import (
+    LEDGER_WINDOW_S,
+    PRIOR_COMPARISON_S,
+    Ledger,
+    VerificationBudget,
+    earlier_dreams,
+    record_dream_time,
+)
 from nightschool.dream.loop import SkillOutcome
 from nightschool.dream.queue import PendingLesson
 from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
@@ -266,3 +273,62 @@ def test_a_cycle_that_hits_a_fault_leaves_the_waiting_candidates_waiting(store: 
     with pytest.raises(ModelUnavailableError):
         loop.run_cycle(cluster="algo", tier="starter")
     assert loop.waiting.items == [item] and compared == []  # none against a failing server
+
+
+def test_earlier_dreams_lend_room_or_owe_it() -> None:
+    now = [0.0]
+    roomy = VerificationBudget(0.25, clock=lambda: now[0], earlier=Ledger(300.0, 20.0, 2))
+    roomy.start()
+    assert roomy.expected_s == 10.0  # the earlier comparisons' mean
+    assert roomy.allows()  # 20 + 10 <= 0.25 * (300 + 10): room at the first cycle
+    owing = VerificationBudget(0.25, clock=lambda: now[0], earlier=Ledger(100.0, 70.0, 4))
+    owing.start()
+    now[0] = 200.0  # 70 + 17.5 > 0.25 * (300 + 17.5) although this run verified nothing
+    assert not owing.allows() and owing.used_share() == 0.0
+
+
+def test_unrecorded_hands_out_each_stretch_of_the_run_once() -> None:
+    now = [0.0]
+    budget = VerificationBudget(0.5, clock=lambda: now[0], earlier=Ledger(999.0, 9.0, 1))
+    budget.start()
+    now[0] = 40.0
+    with budget.timed():
+        now[0] = 52.0
+    assert budget.unrecorded() == Ledger(52.0, 12.0, 1)  # this run only, not `earlier`
+    now[0] = 70.0
+    assert budget.unrecorded() == Ledger(18.0, 0.0, 0)
+    assert budget.unrecorded() == Ledger(0.0, 0.0, 0)
+
+
+def test_the_ledger_counts_the_last_day_only(store: Store) -> None:
+    assert earlier_dreams(store) == Ledger()
+    record_dream_time(store, "dream-a", Ledger(120.0, 30.0, 2))
+    record_dream_time(store, "dream-b", Ledger(60.0, 0.0, 0))
+    record_dream_time(store, "dream-b", Ledger(0.0, 0.0, 0))  # nothing happened: no row
+    with store.transaction() as conn:  # a dream of two days ago
+        conn.execute(
+            "INSERT INTO verification_ledger (ended_at, session_id, elapsed_s, verification_s, "
+            "comparisons) VALUES (?, 'dream-old', 5000, 4000, 100)",
+            (time.time() - 2 * LEDGER_WINDOW_S,),
+        )
+    assert earlier_dreams(store) == Ledger(180.0, 30.0, 2)
+    assert store.query("SELECT COUNT(*) FROM verification_ledger") == [(3,)]
+
+
+@needs_bwrap
+def test_a_short_dream_verifies_with_the_room_earlier_dreams_left(
+    store: Store, lesson_loop: DreamLoop
+) -> None:
+    record_dream_time(store, "dream-earlier", Ledger(300.0, 0.0, 0))  # 5 minutes, no comparison
+    loop = lesson_loop
+    loop.budget = VerificationBudget(0.25)
+    cycle = loop.run_cycle(cluster="data_analysis", tier="basic")
+    # this run is seconds old, but the day's dreaming leaves room: verified at once
+    assert cycle.lesson is not None and cycle.lesson.status == "written"
+    assert loop.budget.earlier == Ledger(300.0, 0.0, 0) and loop.budget.comparisons == 1
+    [(elapsed, spent, comparisons)] = store.query(
+        "SELECT elapsed_s, verification_s, comparisons FROM verification_ledger "
+        "WHERE session_id = ?",
+        (loop.session_id,),
+    )
+    assert comparisons == 1 and 0 < spent <= elapsed  # the cycle, written for the next run

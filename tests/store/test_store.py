@@ -45,7 +45,7 @@ def test_pragmas_and_migrations_recorded(store: Store) -> None:
         "m011_prompts",
         "m012_dashboard_indexes",
         "m013_harmful",
-        "m014_pending_lessons",
+        "m014_verification_queue",
     ]
 
 

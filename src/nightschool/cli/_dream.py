@@ -378,7 +378,7 @@ def _dream_run(
         )
     lessons_done, skills_done = final_outcomes(results)
     learned = [o for o in lessons_done if o.lesson_id]
-    new_skills = [s for s in skills_done if s.status == "written"]
+    new_skills = [s for s in skills_done if s.status == "written" and not s.earlier]
     generated = sum(c.source != "template" for c in results)
     if playbook is not None:
         console.print(
@@ -419,8 +419,10 @@ def status() -> None:
                 "SELECT COUNT(*), COALESCE(SUM(verified), 0) FROM lessons"
             )
             [(archived,)] = store.query("SELECT COUNT(DISTINCT id) FROM lessons_archive")
+            [(pending,)] = store.query("SELECT COUNT(*) FROM pending_lessons")
+            waits = f" · {pending} lesson candidate(s) waiting for verification" if pending else ""
             console.print(
-                f"playbook {lessons} lessons ({verified} verified) · {archived} retracted"
+                f"playbook {lessons} lessons ({verified} verified) · {archived} retracted{waits}"
             )
             table = Table(title="frontier")
             columns = ("cluster", "runs", "passes", "first-try", "brittleness", "state", "tier")

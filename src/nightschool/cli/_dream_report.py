@@ -112,7 +112,9 @@ def kept_summary(results: list[Any]) -> list[str]:
     lines: list[str] = []
     outcomes, skill_outcomes = final_outcomes(results)
     lessons = [o for o in outcomes if o.lesson_id]
-    skills = [s for s in skill_outcomes if s.status in ("written", "reinforced")]
+    kept = [s for s in skill_outcomes if s.status in ("written", "reinforced")]
+    skills = [s for s in kept if not s.earlier]
+    earlier = [s for s in kept if s.earlier]
     for outcome in lessons:
         trigger = outcome.candidate.trigger if outcome.candidate else ""
         c = outcome.comparison or {}
@@ -121,6 +123,11 @@ def kept_summary(results: list[Any]) -> list[str]:
     for skill in skills:
         state = "verified" if skill.verified else "not verified"
         lines.append(f"kept: skill {skill.skill_id} ({skill.status}, {state})")
+    if earlier:
+        lines.append(
+            f"compared: {len(earlier)} skill(s) earlier dreams left waiting, "
+            f"{sum(s.verified for s in earlier)} verified"
+        )
     dropped: dict[str, int] = {}
     for o in outcomes:
         if o.status in ("rejected", "unparseable"):
@@ -168,6 +175,10 @@ def budget_lines(loop: Any) -> list[str]:
     earlier = f", {resumed} of them left by earlier dreams" if resumed else ""
     if dropped:
         earlier += f" ({dropped} older lesson candidate(s) dropped)"
+    before = budget.earlier
+    if before.elapsed_s > 0:
+        spent, elapsed = before.spent_s + budget.spent_s, before.elapsed_s + budget.elapsed_s
+        earlier += f"; with the last day's earlier dreams {spent / elapsed:.0%} of {elapsed:.0f} s"
     lines = [
         f"verification: {budget.spent_s:.0f} s of {budget.elapsed_s:.0f} s "
         f"({budget.used_share():.0%}; share {budget.share:.0%}), {budget.comparisons} "

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nightschool.challenges import CLUSTERS, TIERS, Challenge, render, templates
-from nightschool.dream.budget import VerificationBudget
+from nightschool.dream.budget import VerificationBudget, earlier_dreams, record_dream_time
 from nightschool.dream.frontier import FrontierTracker, SeedPick
 from nightschool.dream.queue import PendingLesson, VerificationQueue
 from nightschool.errors import ChallengeFaultError, UserError
@@ -73,6 +73,8 @@ class SkillOutcome:
     comparison: dict[str, Any] | None = None
     waits: bool = False
     """The comparison waits for the verification budget (`DreamLoop(verify_share=...)`)."""
+    earlier: bool = False
+    """An earlier dream wrote the skill and left it waiting; this run ran its comparison."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +287,7 @@ class DreamLoop:
         if self.budget is not None:
             self.budget.start()
             if self.resumed is None:
+                self.budget.earlier = earlier_dreams(self.store)
                 self.resumed = self.waiting.load(
                     skills=self.skills and self.verifier is not None,
                     lessons=self.extractor is not None,
@@ -383,6 +386,8 @@ class DreamLoop:
             step = None
         except Preempted as exc:
             preempted = exc
+        if self.budget is not None:
+            record_dream_time(self.store, self.session_id, self.budget.unrecorded())
         cycle = CycleResult(
             cluster=challenge.cluster,
             tier=challenge.tier,
@@ -503,7 +508,8 @@ class DreamLoop:
                 return
             notify(f"verifying a waiting {item.kind} from {item.template}")
             if item.skill_id is not None:
-                done.append(self._verify_skill(item.skill_id, item.exclude_prompt, notify))
+                verified = self._verify_skill(item.skill_id, item.exclude_prompt, notify)
+                done.append(replace(verified, earlier=item.earlier))
             elif item.lesson is not None:
                 with self._timed():
                     done.append(self._settle(item.lesson))
@@ -531,15 +537,8 @@ class DreamLoop:
         return nullcontext() if self.budget is None else self.budget.timed()
 
     def _wait_reason(self) -> str:
-        budget = self.budget
-        assert budget is not None  # only asked once `_must_wait` said so
-        if budget.allows():
-            return "older waiting candidates are verified first (skills before lessons)"
-        return (
-            f"a comparison (about {budget.expected_s:.0f} s) would take verification past "
-            f"{budget.share:.0%} of this dream's time ({budget.spent_s:.0f} s of "
-            f"{budget.elapsed_s:.0f} s so far)"
-        )
+        assert self.budget is not None  # only asked once `_must_wait` said so
+        return self.budget.why_wait()
 
     def run(
         self,

@@ -96,6 +96,7 @@ class Waiting:
             ("" for a skill loaded from the store: its challenge hash is
             excluded all the same).
         lesson: the pending lesson, for `lesson`.
+        earlier: left by an earlier run (`VerificationQueue.load`).
     """
 
     kind: str
@@ -103,6 +104,7 @@ class Waiting:
     skill_id: str | None = None
     exclude_prompt: str = ""
     lesson: PendingLesson | None = None
+    earlier: bool = False
 
 
 class VerificationQueue:
@@ -161,7 +163,9 @@ class VerificationQueue:
                     and skill.tier
                     and skill.id not in known
                 ):
-                    found.append(Waiting("skill", str(skill.template), skill_id=skill.id))
+                    found.append(
+                        Waiting("skill", str(skill.template), skill_id=skill.id, earlier=True)
+                    )
         rows = (
             self.store.query(
                 "SELECT id, template, tier, seed, passed, attempts, trajectory_id, candidate "
@@ -183,7 +187,7 @@ class VerificationQueue:
             pending = PendingLesson(
                 row_id, challenge, lesson, bool(passed), int(attempts), trajectory_id
             )
-            found.append(Waiting("lesson", template, lesson=pending))
+            found.append(Waiting("lesson", template, lesson=pending, earlier=True))
         self.items = found + self.items
         return len(found), dropped
 

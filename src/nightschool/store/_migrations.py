@@ -403,7 +403,7 @@ M013_HARMFUL: tuple[str, ...] = (
     "ALTER TABLE lessons_archive ADD COLUMN times_harmful INTEGER NOT NULL DEFAULT 0",
 )
 
-M014_PENDING_LESSONS: tuple[str, ...] = (
+M014_VERIFICATION_QUEUE: tuple[str, ...] = (
     # Lesson candidates waiting for their comparison under a dream's verification
     # budget (`nightschool.dream.queue`): a row is written when a candidate waits and
     # deleted when its comparison finishes, so a dream that ends or is stopped loses
@@ -420,6 +420,20 @@ M014_PENDING_LESSONS: tuple[str, ...] = (
         candidate TEXT NOT NULL CHECK (json_valid(candidate))
     )""",
     "CREATE INDEX pending_lessons_created ON pending_lessons(created_at)",
+    # The verification budget's ledger (`nightschool.dream.budget`): after each
+    # budgeted cycle, the seconds of dreaming since the previous row and, of those,
+    # the seconds of comparisons. A run's budget counts the last day's rows, so
+    # short runs share one budget. Append-only.
+    """CREATE TABLE verification_ledger (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ended_at REAL NOT NULL,
+        session_id TEXT NOT NULL,
+        elapsed_s REAL NOT NULL CHECK (elapsed_s >= 0),
+        verification_s REAL NOT NULL CHECK (verification_s >= 0),
+        comparisons INTEGER NOT NULL CHECK (comparisons >= 0)
+    )""",
+    "CREATE INDEX verification_ledger_ended ON verification_ledger(ended_at)",
+    *_append_only("verification_ledger"),
 )
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -436,6 +450,6 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("m011_prompts", M011_PROMPTS),
     ("m012_dashboard_indexes", M012_DASHBOARD_INDEXES),
     ("m013_harmful", M013_HARMFUL),
-    ("m014_pending_lessons", M014_PENDING_LESSONS),
+    ("m014_verification_queue", M014_VERIFICATION_QUEUE),
 )
 """All migrations this version knows, oldest first."""
