@@ -162,3 +162,22 @@ def test_skills_without_a_verdict_are_loaded_skills_with_one_are_not(
         waiting.template,
     )
     assert VerificationQueue(store, memory).load(skills=False) == (0, 0)
+
+
+def test_a_pending_lesson_is_stored_redacted(store: Store) -> None:
+    leaky = CandidateLesson(
+        "when a key like AKIAIOSFODNN7EXAMPLE appears",
+        "mailing bob@example.com",
+        "do z",
+        ["algo"],
+        0.5,
+    )
+    VerificationQueue(store).add_lesson(
+        PendingLesson("P-1", render("algo.top_k", "starter", 1), leaky, False, 3, "T-1")
+    )
+    [(stored,)] = store.query("SELECT candidate FROM pending_lessons")
+    assert "AKIAIOSFODNN7EXAMPLE" not in stored and "bob@example.com" not in stored
+    queue = VerificationQueue(store)
+    queue.load()
+    [item] = queue.items
+    assert item.lesson is not None and "<REDACTED_API_KEY>" in item.lesson.candidate.trigger

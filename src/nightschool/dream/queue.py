@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nightschool.challenges import Challenge, render, templates
+from nightschool.redact import redact_text
 from nightschool.trajectory import new_id
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class VerificationQueue:
                 (
                     pending.id, time.time(), challenge.template, challenge.tier, challenge.seed,
                     int(pending.passed), pending.attempts, pending.trajectory_id,
-                    json.dumps(dataclasses.asdict(candidate)),
+                    json.dumps(_redacted(candidate)),
                 ),
             )  # fmt: skip
         item = Waiting("lesson", challenge.template, lesson=pending)
@@ -253,3 +254,14 @@ class VerificationQueue:
         for (row_id,) in old:
             self._delete(row_id)
         return len(old)
+
+
+def _redacted(candidate: CandidateLesson) -> dict[str, object]:
+    """The candidate's fields with its text redacted: what `pending_lessons` stores.
+
+    At rest as in the playbook, where `SkillMemory.learn` redacts the same fields.
+    """
+    fields = dataclasses.asdict(candidate)
+    for name in ("trigger", "anti_pattern", "correct_pattern"):
+        fields[name] = redact_text(str(fields[name]))
+    return fields
