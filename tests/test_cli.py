@@ -132,7 +132,8 @@ def test_dream_lets_candidates_wait_by_default_and_the_next_dream_verifies_them(
         )
         assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(2,)]
         status = nightschool("status", home=home)
-        assert "2 lesson candidate(s) waiting for verification" in status.stdout, status.stdout
+        said = "playbook 0 lessons (0 verified), 0 skills (0 verified) · 0 retracted · 2 lesson"
+        assert f"{said} candidate(s) waiting for verification" in status.stdout, status.stdout
         assert db_rows(home, "SELECT COUNT(*) FROM lessons") == [(0,)] and verifications() == 0
 
         later = nightschool(
@@ -140,7 +141,9 @@ def test_dream_lets_candidates_wait_by_default_and_the_next_dream_verifies_them(
             "--verify-share", "1", *model, home=home,
         )  # fmt: skip
     assert later.returncode == 0, later.stderr
-    assert "3 comparison(s), 2 of them left by earlier dreams" in later.stdout, later.stdout
+    assert "3 comparison(s); 2 waiting candidate(s) taken over from earlier dreams" in (
+        later.stdout
+    ), later.stdout
     assert "still waiting" not in later.stdout and "None" not in later.stderr
     assert db_rows(home, "SELECT COUNT(*) FROM pending_lessons") == [(0,)]
     assert "waiting for verification" not in nightschool("status", home=home).stdout

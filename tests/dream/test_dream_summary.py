@@ -106,8 +106,8 @@ def test_the_budget_lines_say_what_was_taken_over_and_what_is_kept_for_the_next_
     )
     share, kept = budget_lines(loop)
     assert share == (
-        "verification: 30 s of 200 s (15%; share 25%), 1 comparison(s), 3 of them left by "
-        "earlier dreams (1 older lesson candidate(s) dropped)"
+        "verification: 30 s of 200 s (15%; share 25%), 1 comparison(s); 3 waiting candidate(s) "
+        "taken over from earlier dreams (1 older lesson candidate(s) dropped)"
     )
     assert kept.startswith("still waiting for verification, kept for the next dream: 1 skill(s)")
     assert "2 lesson candidate(s) (not shown until verified)" in kept

@@ -415,14 +415,20 @@ def status() -> None:
                 f"{counts['failed']}, unknown {counts['unknown']}) · corrections "
                 f"{counts['corrections']} · frontier runs {counts['frontier_runs']}"
             )
-            [(lessons, verified)] = store.query(
-                "SELECT COUNT(*), COALESCE(SUM(verified), 0) FROM lessons"
-            )
+            kinds = {
+                kind: (int(count), int(verified))
+                for kind, count, verified in store.query(
+                    "SELECT kind, COUNT(*), COALESCE(SUM(verified), 0) FROM lessons GROUP BY kind"
+                )
+            }
+            lessons, verified = kinds.get("lesson", (0, 0))
+            skills, skills_verified = kinds.get("skill", (0, 0))
             [(archived,)] = store.query("SELECT COUNT(DISTINCT id) FROM lessons_archive")
             [(pending,)] = store.query("SELECT COUNT(*) FROM pending_lessons")
             waits = f" · {pending} lesson candidate(s) waiting for verification" if pending else ""
             console.print(
-                f"playbook {lessons} lessons ({verified} verified) · {archived} retracted{waits}"
+                f"playbook {lessons} lessons ({verified} verified), {skills} skills "
+                f"({skills_verified} verified) · {archived} retracted{waits}"
             )
             table = Table(title="frontier")
             columns = ("cluster", "runs", "passes", "first-try", "brittleness", "state", "tier")

@@ -172,7 +172,7 @@ def budget_lines(loop: Any) -> list[str]:
     if budget is None:
         return []
     resumed, dropped = loop.resumed or (0, 0)
-    earlier = f", {resumed} of them left by earlier dreams" if resumed else ""
+    earlier = f"; {resumed} waiting candidate(s) taken over from earlier dreams" if resumed else ""
     if dropped:
         earlier += f" ({dropped} older lesson candidate(s) dropped)"
     before = budget.earlier
