@@ -210,9 +210,7 @@ class DreamLoop:
         verify_share: float | None = None,
     ) -> None:
         self.budget = None if verify_share is None else VerificationBudget(verify_share)
-        self.waiting = VerificationQueue(
-            store, solver.playbook, exclude_templates=exclude_templates
-        )
+        self.waiting = VerificationQueue(store, exclude_templates=exclude_templates)
         """Candidates whose comparison waits for the budget (loaded by the first cycle)."""
         self.resumed: tuple[int, int] | None = None
         """(candidates earlier runs left waiting, old lesson candidates dropped), once loaded."""
@@ -288,6 +286,7 @@ class DreamLoop:
             self.budget.start()
             if self.resumed is None:
                 self.budget.earlier = earlier_dreams(self.store)
+                self.waiting.memory = self.solver.playbook  # as it is now, not at construction
                 self.resumed = self.waiting.load(
                     skills=self.skills and self.verifier is not None,
                     lessons=self.extractor is not None,
