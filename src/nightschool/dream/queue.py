@@ -140,14 +140,14 @@ class VerificationQueue:
     def load(self, *, skills: bool = True, lessons: bool = True) -> tuple[int, int]:
         """Add what earlier runs left waiting; return (loaded, old lessons dropped).
 
+        Drops all but the newest `PENDING_LESSONS_CAP` pending lessons first.
+        A row whose template is no longer in the bank or whose candidate does
+        not parse is dropped too. Nothing already queued is added twice.
+
         Args:
             skills: load unverified skills (a run that verifies skills).
             lessons: load pending lessons (a run that extracts lessons); a run
                 that does not leaves them in the table, untouched.
-
-        Drops all but the newest `PENDING_LESSONS_CAP` pending lessons first.
-        A row whose template is no longer in the bank or whose candidate does
-        not parse is dropped too.
         """
         # function-local: start-up time (lessons.extraction loads the playbook's numpy, ~300 ms)
         from nightschool.lessons.extraction import CandidateLesson
