@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from tests.lessons._scripted import learner, lesson_writer
+from tests.lessons._scripted import learner, lesson_dream
 
 from nightschool.challenges import Challenge, render
 from nightschool.dream import DreamLoop, FrontierTracker
@@ -22,7 +22,7 @@ from nightschool.dream.budget import (
 )
 from nightschool.dream.loop import SkillOutcome
 from nightschool.dream.queue import PendingLesson
-from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
+from nightschool.lessons.extraction import CandidateLesson
 from nightschool.lessons.verify import PairedVerifier
 from nightschool.llm import ScriptedModel
 from nightschool.playbook import HashingEmbedder, SkillMemory, default_embedder
@@ -130,31 +130,12 @@ def test_a_skill_over_budget_waits_unverified_then_a_later_cycle_verifies_it(
         memory.close()
 
 
-LESSON = """TRIGGER: a task asks to aggregate rows from a delimited text file
-ANTI-PATTERN: splitting each line on commas by hand, which breaks on quoted fields
-CORRECT PATTERN: read the file with the csv module and convert numbers explicitly
-DOMAINS: data_analysis, python_general
-CONFIDENCE: 0.8
-"""
-
-
 @pytest.fixture
 def lesson_loop(store: Store, rendered: dict[str, Challenge]) -> Iterator[DreamLoop]:
     """A dream loop whose scripted model fails until a lesson is shown, then passes."""
     memory = SkillMemory(store, embedder=HashingEmbedder())
     try:
-        model = lesson_writer(rendered, LESSON, helps=True)
-        solver = Solver(model, Sandbox(), playbook=memory)
-        verifier = PairedVerifier(solver, store=store, k=6)
-        yield DreamLoop(
-            store,
-            solver,
-            FrontierTracker(store),
-            rng=random.Random(4),
-            extractor=LessonExtractor(model, memory, solver, verifier=verifier),
-            verifier=verifier,
-            skills=False,
-        )
+        yield lesson_dream(store, memory, rendered)
     finally:
         memory.close()
 

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import random
 import shutil
 from collections.abc import Iterator
 
 import pytest
-from tests.lessons._scripted import lesson_writer
+from tests.lessons._scripted import lesson_dream
 
 from nightschool.challenges import Challenge, render
-from nightschool.dream import DreamLoop, FrontierTracker
 from nightschool.dream import queue as queue_module
 from nightschool.dream.queue import PENDING_LESSONS_CAP, PendingLesson, VerificationQueue
-from nightschool.lessons.extraction import CandidateLesson, LessonExtractor
+from nightschool.lessons.extraction import CandidateLesson
 from nightschool.lessons.skills import learn_skill
-from nightschool.lessons.verify import PairedVerifier
 from nightschool.playbook import HashingEmbedder, SkillMemory
-from nightschool.sandbox import Sandbox
-from nightschool.solver import Solver
 from nightschool.store import Store
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
-
-LESSON = """TRIGGER: a task asks to aggregate rows from a delimited text file
-ANTI-PATTERN: splitting each line on commas by hand, which breaks on quoted fields
-CORRECT PATTERN: read the file with the csv module and convert numbers explicitly
-DOMAINS: data_analysis, python_general
-CONFIDENCE: 0.8
-"""
 
 CANDIDATE = CandidateLesson("when x happens", "doing y", "do z instead", ["algo"], 0.5)
 
@@ -44,30 +32,11 @@ def memory(store: Store) -> Iterator[SkillMemory]:
     playbook.close()
 
 
-def dream(
-    store: Store, memory: SkillMemory, rendered: dict[str, Challenge], share: float
-) -> DreamLoop:
-    """A lesson-learning dream over `store` (scripted model: fails until a lesson is shown)."""
-    model = lesson_writer(rendered, LESSON, helps=True)
-    solver = Solver(model, Sandbox(), playbook=memory)
-    verifier = PairedVerifier(solver, store=store, k=6)
-    return DreamLoop(
-        store,
-        solver,
-        FrontierTracker(store),
-        rng=random.Random(4),
-        extractor=LessonExtractor(model, memory, solver, verifier=verifier),
-        verifier=verifier,
-        skills=False,
-        verify_share=share,
-    )
-
-
 @needs_bwrap
 def test_a_lesson_left_waiting_is_kept_and_the_next_dream_verifies_it(
     store: Store, memory: SkillMemory, rendered: dict[str, Challenge]
 ) -> None:
-    first = dream(store, memory, rendered, 0.25)
+    first = lesson_dream(store, memory, rendered, verify_share=0.25)
     cycle = first.run_cycle(cluster="data_analysis", tier="basic")
     # a cycle of a scripted model takes well under the 45 s that make room for a 15 s comparison
     assert cycle.lesson is not None and cycle.lesson.status == "waiting"
@@ -77,7 +46,7 @@ def test_a_lesson_left_waiting_is_kept_and_the_next_dream_verifies_it(
     assert memory.count(kind="lesson") == 0  # kept aside, never shown
     del first  # the run ends: nothing more is written
 
-    later = dream(store, memory, rendered, 1.0)  # 1: every candidate at once
+    later = lesson_dream(store, memory, rendered, verify_share=1.0)  # 1: every candidate at once
     again = later.run_cycle(cluster="data_analysis", tier="basic")
     assert later.resumed == (1, 0)
     # the earlier candidate goes first; this cycle's own (the same lesson) queues behind it
@@ -93,7 +62,7 @@ def test_a_dream_without_a_budget_leaves_the_queue_alone(
     VerificationQueue(store).add_lesson(
         PendingLesson("P-1", render("algo.top_k", "starter", 5), CANDIDATE, False, 3, "T-1")
     )
-    loop = dream(store, memory, rendered, 0.25)
+    loop = lesson_dream(store, memory, rendered, verify_share=0.25)
     loop.budget = None  # `verify_share=None`: verified at once, nothing loaded
     assert loop.resumed is None
     assert VerificationQueue(store).load(skills=False, lessons=False) == (0, 0)

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from nightschool.challenges import Challenge
+from nightschool.dream import DreamLoop, FrontierTracker
 from nightschool.dream.loop import DREAM_SEED_LIMIT
+from nightschool.lessons.extraction import LessonExtractor
+from nightschool.lessons.verify import PairedVerifier
 from nightschool.llm import Message, ScriptedModel
+from nightschool.playbook import SkillMemory
+from nightschool.sandbox import Sandbox
+from nightschool.solver import Solver
+from nightschool.store import Store
+
+CSV_LESSON = """TRIGGER: a task asks to aggregate rows from a delimited text file
+ANTI-PATTERN: splitting each line on commas by hand, which breaks on quoted fields
+CORRECT PATTERN: read the file with the csv module and convert numbers explicitly
+DOMAINS: data_analysis, python_general
+CONFIDENCE: 0.8
+"""
+"""A lesson that passes the generalization guard for the data_analysis templates."""
 
 
 def asked(seen: dict[str, Challenge], messages: Sequence[Message]) -> Challenge | None:
@@ -50,3 +66,30 @@ def lesson_writer(seen: dict[str, Challenge], lesson: str, *, helps: bool) -> Sc
         return f"```python\n{code}\n```"
 
     return ScriptedModel(reply)
+
+
+def lesson_dream(
+    store: Store,
+    memory: SkillMemory,
+    seen: dict[str, Challenge],
+    *,
+    verify_share: float | None = None,
+) -> DreamLoop:
+    """A lesson-learning dream loop on the real sandbox (skills off, k = 6).
+
+    Its scripted model writes `CSV_LESSON` when asked for a lesson and fails
+    every challenge until a lesson is shown.
+    """
+    model = lesson_writer(seen, CSV_LESSON, helps=True)
+    solver = Solver(model, Sandbox(), playbook=memory)
+    verifier = PairedVerifier(solver, store=store, k=6)
+    return DreamLoop(
+        store,
+        solver,
+        FrontierTracker(store),
+        rng=random.Random(4),
+        extractor=LessonExtractor(model, memory, solver, verifier=verifier),
+        verifier=verifier,
+        skills=False,
+        verify_share=verify_share,
+    )
