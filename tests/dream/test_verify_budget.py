@@ -235,6 +235,9 @@ def test_the_share_comes_from_the_flag_or_the_environment_and_is_checked(
     dream = typer.main.get_command(app).commands["dream"]  # type: ignore[attr-defined]
     [option] = [p for p in dream.params if p.name == "verify_share"]
     assert option.opts == ["--verify-share"] and "NIGHTSCHOOL_VERIFY_SHARE" in option.help
+    shown = CliRunner().invoke(app, ["dream", "--help"], env={"COLUMNS": "400"})
+    # escaped: Rich took an unescaped "[default: ...]" for markup and printed nothing of it
+    assert "[default: NIGHTSCHOOL_VERIFY_SHARE, else 0.25]" in shown.output, shown.output
     env = CliRunner().invoke(app, ["dream"])  # refused before any model or database is opened
     assert env.exit_code == 2 and "NIGHTSCHOOL_VERIFY_SHARE must be above 0" in env.output
 

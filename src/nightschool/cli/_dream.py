@@ -94,7 +94,7 @@ def dream(
             show_default=False,
             help="Size cap of the playbook per kind (lessons and skills counted apart): above "
             "it the least useful unverified entries are archived, never a verified one "
-            "[default: NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES, else 5,000].",
+            "\\[default: NIGHTSCHOOL_PLAYBOOK_MAX_ENTRIES, else 5,000].",
         ),
     ] = None,
     exemplars: Annotated[
@@ -106,7 +106,7 @@ def dream(
             show_default=False,
             help="Show a cycle that finds no skill of its own template this many of your "
             "verified solutions to other tasks of its cluster, as format exemplars (0: off) "
-            "[default: NIGHTSCHOOL_EXEMPLARS, else 0].",
+            "\\[default: NIGHTSCHOOL_EXEMPLARS, else 0].",
         ),
     ] = None,
     loop: Annotated[
@@ -175,7 +175,7 @@ def dream(
             "time: a candidate that does not fit waits and is verified after a later cycle; "
             "what still waits at the end is kept for the next dream (a skill stored unverified, "
             "a lesson candidate never shown until verified). 1 verifies every candidate at "
-            "once [default: NIGHTSCHOOL_VERIFY_SHARE, else 0.25].",
+            "once \\[default: NIGHTSCHOOL_VERIFY_SHARE, else 0.25].",
         ),
     ] = None,
     model_choice: ModelChoice = NO_MODEL_CHOICE,
