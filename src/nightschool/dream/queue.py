@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nightschool.challenges import Challenge, render, templates
+from nightschool.challenges import Challenge, render
 from nightschool.redact import redact_text
 from nightschool.trajectory import new_id
 
@@ -149,21 +149,19 @@ class VerificationQueue:
             lessons: load pending lessons (a run that extracts lessons); a run
                 that does not leaves them in the table, untouched.
         """
-        # function-local: start-up time (lessons.extraction loads the playbook's numpy, ~300 ms)
+        # function-local: start-up time (lessons.extraction and lessons.skills load the
+        # playbook's numpy, ~300 ms)
         from nightschool.lessons.extraction import CandidateLesson
+        from nightschool.lessons.skills import skills_awaiting_verification
 
         dropped = self._trim() if lessons else 0
-        bank = {t.name for t in templates()} - self.exclude_templates
         known = {w.skill_id for w in self.items} | {w.lesson.id for w in self.items if w.lesson}
         found: list[Waiting] = []
         if skills and self.memory is not None:
-            for skill in self.memory.list(kind="skill", verified=False):
-                if (
-                    "verification" not in (skill.extra or {})
-                    and skill.template in bank
-                    and skill.tier
-                    and skill.id not in known
-                ):
+            for skill in skills_awaiting_verification(
+                self.memory, exclude_templates=self.exclude_templates
+            ):
+                if skill.id not in known:
                     found.append(
                         Waiting("skill", str(skill.template), skill_id=skill.id, earlier=True)
                     )

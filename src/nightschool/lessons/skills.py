@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nightschool.challenges import Challenge
+from nightschool.challenges import Challenge, templates
 from nightschool.lessons._task_key import prompt_sha as prompt_sha
 from nightschool.lessons.guard import task_summary
 from nightschool.playbook import (
@@ -358,6 +358,25 @@ def learn_skill(
             "prompt_sha": prompt_sha(challenge.prompt),
         },
     )
+
+
+def skills_awaiting_verification(
+    memory: SkillMemory, *, exclude_templates: Collection[str] = ()
+) -> list[Lesson]:
+    """Stored skills whose comparison has not run yet, in the playbook's listing order.
+
+    A skill qualifies when it is unverified, carries no `verification` record
+    (a refused or faulted comparison stores one) and has a tier and a template
+    of the bank outside `exclude_templates` (its renderings are what
+    `verify_skill` compares on). The idle watchdog's skills phase and the
+    dream's verification queue (`nightschool.dream.queue`) pick the same ones.
+    """
+    bank = {t.name for t in templates()} - set(exclude_templates)
+    return [
+        skill
+        for skill in memory.list(kind="skill", verified=False)
+        if "verification" not in (skill.extra or {}) and skill.template in bank and skill.tier
+    ]
 
 
 def verify_skill(

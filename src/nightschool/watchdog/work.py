@@ -264,17 +264,11 @@ class NightschoolWork:
     def _verify_skills(self) -> tuple[int, int]:
         """(skills checked, skills verified) of at most `SKILLS_LIMIT` waiting ones."""
         # function-local: start-up time (lessons.verify loads the gate's scipy, ~1.2 s)
-        from nightschool.challenges import templates
-        from nightschool.lessons.skills import verify_skill
+        from nightschool.lessons.skills import skills_awaiting_verification, verify_skill
         from nightschool.lessons.verify import PairedVerifier
         from nightschool.solver.core import Solver, SolverConfig
 
-        bank = {t.name for t in templates()}
-        waiting = [
-            s
-            for s in self.playbook.list(kind="skill", verified=False)
-            if "verification" not in (s.extra or {}) and s.template in bank and s.tier
-        ][:SKILLS_LIMIT]
+        waiting = skills_awaiting_verification(self.playbook)[:SKILLS_LIMIT]
         if not waiting:
             return 0, 0
         solver = Solver(
