@@ -175,10 +175,12 @@ def budget_lines(loop: Any) -> list[str]:
     earlier = f"; {resumed} waiting candidate(s) taken over from earlier dreams" if resumed else ""
     if dropped:
         earlier += f" ({dropped} older lesson candidate(s) dropped)"
-    before = budget.earlier
-    if before.elapsed_s > 0:
-        spent, elapsed = before.spent_s + budget.spent_s, before.elapsed_s + budget.elapsed_s
-        earlier += f"; with the last day's earlier dreams {spent / elapsed:.0%} of {elapsed:.0f} s"
+    if budget.earlier.elapsed_s > 0:
+        total = budget.total()
+        earlier += (
+            f"; with the last day's earlier dreams {total.spent_s / total.elapsed_s:.0%} of "
+            f"{total.elapsed_s:.0f} s"
+        )
     lines = [
         f"verification: {budget.spent_s:.0f} s of {budget.elapsed_s:.0f} s "
         f"({budget.used_share():.0%}; share {budget.share:.0%}), {budget.comparisons} "

@@ -139,24 +139,30 @@ class VerificationBudget:
         """Seconds since `start` (0 before it)."""
         return 0.0 if self._started is None else self._clock() - self._started
 
+    def total(self) -> Ledger:
+        """This run's dreaming so far plus `earlier`'s: what the share is held over."""
+        return Ledger(
+            self.elapsed_s + self.earlier.elapsed_s,
+            self.spent_s + self.earlier.spent_s,
+            self.comparisons + self.earlier.comparisons,
+        )
+
     @property
     def expected_s(self) -> float:
         """Expected seconds of the next comparison (mean so far, else `PRIOR_COMPARISON_S`).
 
         The mean is over this run's comparisons and `earlier`'s.
         """
-        count = self.comparisons + self.earlier.comparisons
-        return (self.spent_s + self.earlier.spent_s) / count if count else PRIOR_COMPARISON_S
+        total = self.total()
+        return total.spent_s / total.comparisons if total.comparisons else PRIOR_COMPARISON_S
 
     def allows(self) -> bool:
         """Whether a comparison of the expected cost fits: spent + c <= share * (elapsed + c).
 
-        `spent` and `elapsed` are summed over this run and `earlier`.
+        `spent` and `elapsed` are `total()`'s: this run's and `earlier`'s.
         """
-        cost = self.expected_s
-        spent = self.spent_s + self.earlier.spent_s
-        elapsed = self.elapsed_s + self.earlier.elapsed_s
-        return spent + cost <= self.share * (elapsed + cost) + 1e-9
+        cost, total = self.expected_s, self.total()
+        return total.spent_s + cost <= self.share * (total.elapsed_s + cost) + 1e-9
 
     @contextmanager
     def timed(self) -> Iterator[None]:
@@ -190,9 +196,9 @@ class VerificationBudget:
         """Why a new candidate waits: no room, or older candidates go first (one sentence)."""
         if self.allows():
             return "older waiting candidates are verified first (skills before lessons)"
-        spent = self.spent_s + self.earlier.spent_s
-        elapsed = self.elapsed_s + self.earlier.elapsed_s
+        total = self.total()
         return (
             f"a comparison (about {self.expected_s:.0f} s) would take verification past "
-            f"{self.share:.0%} of dream time ({spent:.0f} s of {elapsed:.0f} s so far)"
+            f"{self.share:.0%} of dream time ({total.spent_s:.0f} s of {total.elapsed_s:.0f} s "
+            "so far)"
         )
