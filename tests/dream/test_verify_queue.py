@@ -65,7 +65,7 @@ def test_a_dream_without_a_budget_leaves_the_queue_alone(
     loop = lesson_dream(store, memory, rendered, verify_share=0.25)
     loop.budget = None  # `verify_share=None`: verified at once, nothing loaded
     assert loop.resumed is None
-    assert VerificationQueue(store).load(skills=False, lessons=False) == (0, 0)
+    assert VerificationQueue(store).load(None, lessons=False) == (0, 0)
     assert len(pending_rows(store)) == 1  # a run that extracts no lessons does not touch them
 
 
@@ -82,12 +82,12 @@ def test_load_keeps_the_newest_lessons_and_skips_held_out_templates(
     writer.add_lesson(PendingLesson("P-held", held_out, CANDIDATE, True, 2, "T-held"))
 
     reader = VerificationQueue(store, exclude_templates={"sql.customer_totals"})
-    loaded, dropped = reader.load()
+    loaded, dropped = reader.load(None)
     assert (loaded, dropped) == (PENDING_LESSONS_CAP - 1, 3)  # the cap counts the held-out row
     seeds = [w.lesson.challenge.seed for w in reader.items if w.lesson]
     assert seeds == list(range(3, PENDING_LESSONS_CAP + 2))  # the three oldest are gone
     assert reader.items[0].lesson is not None and reader.items[0].lesson.candidate == CANDIDATE
-    assert reader.load() == (0, 0)  # loading again adds nothing twice
+    assert reader.load(None) == (0, 0)  # loading again adds nothing twice
     assert store.query("SELECT COUNT(*) FROM pending_lessons WHERE id = 'P-held'") == [(1,)]
 
     reader.done(reader.items[0])
@@ -100,7 +100,7 @@ def test_a_row_that_no_longer_renders_is_dropped(store: Store) -> None:
     )
     with store.transaction() as conn:
         conn.execute("UPDATE pending_lessons SET template = 'algo.retired_template'")
-    assert VerificationQueue(store).load() == (0, 1)
+    assert VerificationQueue(store).load(None) == (0, 1)
     assert pending_rows(store) == []
 
 
@@ -122,15 +122,15 @@ def test_skills_without_a_verdict_are_loaded_skills_with_one_are_not(
         ids[challenge.template] = learned.lesson_id
     memory.set_verified(ids[judged.template], False, {"verdict": "not promoted"})
 
-    queue = VerificationQueue(store, memory, exclude_templates={held_out.template})
-    assert queue.load(lessons=False) == (1, 0)
+    queue = VerificationQueue(store, exclude_templates={held_out.template})
+    assert queue.load(memory, lessons=False) == (1, 0)
     [item] = queue.items
     assert (item.kind, item.skill_id, item.template) == (
         "skill",
         ids[waiting.template],
         waiting.template,
     )
-    assert VerificationQueue(store, memory).load(skills=False) == (0, 0)
+    assert VerificationQueue(store).load(None) == (0, 0)
 
 
 def test_a_pending_lesson_is_stored_redacted(store: Store) -> None:
@@ -147,6 +147,6 @@ def test_a_pending_lesson_is_stored_redacted(store: Store) -> None:
     [(stored,)] = store.query("SELECT candidate FROM pending_lessons")
     assert "AKIAIOSFODNN7EXAMPLE" not in stored and "bob@example.com" not in stored
     queue = VerificationQueue(store)
-    queue.load()
+    queue.load(None)
     [item] = queue.items
     assert item.lesson is not None and "<REDACTED_API_KEY>" in item.lesson.candidate.trigger

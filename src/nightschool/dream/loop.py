@@ -286,9 +286,9 @@ class DreamLoop:
             self.budget.start()
             if self.resumed is None:
                 self.budget.earlier = earlier_dreams(self.store)
-                self.waiting.memory = self.solver.playbook  # as it is now, not at construction
+                verifies_skills = self.skills and self.verifier is not None
                 self.resumed = self.waiting.load(
-                    skills=self.skills and self.verifier is not None,
+                    self.solver.playbook if verifies_skills else None,
                     lessons=self.extractor is not None,
                 )
         pick = self.choose(cluster=cluster, tier=tier)

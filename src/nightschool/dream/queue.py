@@ -113,7 +113,6 @@ class VerificationQueue:
 
     Args:
         store: the database (`pending_lessons`, migration m014).
-        memory: the playbook whose unverified skills `load` picks up (None: no skills).
         exclude_templates: templates never rendered (a held-out set's); their
             candidates are not loaded.
     """
@@ -121,12 +120,10 @@ class VerificationQueue:
     def __init__(
         self,
         store: Store,
-        memory: SkillMemory | None = None,
         *,
         exclude_templates: Collection[str] = (),
     ) -> None:
         self.store = store
-        self.memory = memory
         self.exclude_templates = frozenset(exclude_templates)
         self.items: list[Waiting] = []
         """What waits, in the order it came."""
@@ -137,7 +134,7 @@ class VerificationQueue:
     def __iter__(self) -> Iterator[Waiting]:
         return iter(list(self.items))
 
-    def load(self, *, skills: bool = True, lessons: bool = True) -> tuple[int, int]:
+    def load(self, memory: SkillMemory | None, *, lessons: bool = True) -> tuple[int, int]:
         """Add what earlier runs left waiting; return (loaded, old lessons dropped).
 
         Drops all but the newest `PENDING_LESSONS_CAP` pending lessons first.
@@ -145,7 +142,8 @@ class VerificationQueue:
         not parse is dropped too. Nothing already queued is added twice.
 
         Args:
-            skills: load unverified skills (a run that verifies skills).
+            memory: the playbook whose skills awaiting verification are loaded
+                (None, for a run that verifies no skills: none).
             lessons: load pending lessons (a run that extracts lessons); a run
                 that does not leaves them in the table, untouched.
         """
@@ -157,9 +155,9 @@ class VerificationQueue:
         dropped = self._trim() if lessons else 0
         known = {w.skill_id for w in self.items} | {w.lesson.id for w in self.items if w.lesson}
         found: list[Waiting] = []
-        if skills and self.memory is not None:
+        if memory is not None:
             for skill in skills_awaiting_verification(
-                self.memory, exclude_templates=self.exclude_templates
+                memory, exclude_templates=self.exclude_templates
             ):
                 if skill.id not in known:
                     found.append(
